@@ -1,0 +1,1 @@
+"""Run directories, console output, logs, tables and plots."""

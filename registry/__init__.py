@@ -1,0 +1,50 @@
+"""How a focalpp component is named, registered, found and configured. Knows nothing about RL.
+
+    from registry import register
+
+    @register("encoder", "mlp")
+    class MLPEncoder(nn.Module): ...
+
+A recipe then selects it with `@mlp` and binds `mlp.hidden = 200`. See docs/ARCHITECTURE.md.
+"""
+
+from registry.catalog import Argument, CatalogEntry, catalog
+from registry.core import Entry, entries, entry_of, get, names, register
+from registry.errors import (
+    DuplicateComponentError,
+    FocalppError,
+    PluginError,
+    RecipeError,
+    UnknownComponentError,
+    UnknownKindError,
+)
+from registry.experiment import Experiment, RunContext
+from registry.kinds import KINDS
+from registry.plugins import load_plugin
+from registry.recipes import RECIPES_DIR, Composition, compose, operative_config
+
+__all__ = [
+    "KINDS",
+    "RECIPES_DIR",
+    "Argument",
+    "CatalogEntry",
+    "Composition",
+    "DuplicateComponentError",
+    "Entry",
+    "Experiment",
+    "FocalppError",
+    "PluginError",
+    "RecipeError",
+    "RunContext",
+    "UnknownComponentError",
+    "UnknownKindError",
+    "catalog",
+    "compose",
+    "entries",
+    "entry_of",
+    "get",
+    "load_plugin",
+    "names",
+    "operative_config",
+    "register",
+]

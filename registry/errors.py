@@ -1,0 +1,31 @@
+"""User-facing errors: each names what is wrong and what would be right.
+
+Tools catch `FocalppError` and print its message without a traceback (unless `--debug`).
+Everything else that escapes is a bug in focalpp and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class FocalppError(Exception):
+    """Base of every error a user can cause by what they ask for."""
+
+
+class UnknownKindError(FocalppError, ValueError):
+    """A component kind that `registry.kinds.KINDS` does not declare."""
+
+
+class UnknownComponentError(FocalppError, LookupError):
+    """A component name that is not registered (the message lists the closest names)."""
+
+
+class DuplicateComponentError(FocalppError, ValueError):
+    """The same kind and name registered twice."""
+
+
+class RecipeError(FocalppError, ValueError):
+    """A recipe that cannot be read, parsed or bound (the message names file and line)."""
+
+
+class PluginError(FocalppError, ImportError):
+    """A plugin module or file that cannot be found or imported."""

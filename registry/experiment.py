@@ -1,0 +1,60 @@
+"""What one run is: the algorithm a recipe chose, the environment column, the scale and the seed.
+
+Recipes bind `experiment.algorithm = @<algorithm>`; `tools/run.py` fills env, scale and seed from
+its flags (defaults come from the recipe), so the operative config records all four.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gin
+
+from registry.core import entries, entry_of
+from registry.errors import RecipeError
+
+
+@dataclass(frozen=True)
+class Experiment:
+    algorithm: Any
+    algorithm_name: str
+    env: str
+    scale: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What an algorithm is told about its run (its constructor's `run` argument)."""
+
+    env: str
+    scale: str
+    seed: int
+    run_dir: Path
+
+
+@gin.configurable("experiment")
+def experiment(
+    *, algorithm: Any = None, env: str | None = None, scale: str = "cpu", seed: int = 0
+) -> Experiment:
+    """Validate and return the recipe's top-level choices."""
+    known = ", ".join(e.name for e in entries("algorithm")) or "none registered"
+    if algorithm is None:
+        raise RecipeError(
+            "the recipe chooses no algorithm: add `experiment.algorithm = @<name>` "
+            f"(registered algorithms: {known})"
+        )
+    entry = entry_of(algorithm)
+    if entry is None or entry.kind != "algorithm":
+        what = f"{entry.kind} {entry.name!r}" if entry else repr(algorithm)
+        raise RecipeError(
+            f"experiment.algorithm must be a registered algorithm, got {what}; "
+            f"registered algorithms: {known}"
+        )
+    if not env:
+        raise RecipeError("the recipe names no environment: bind `experiment.env` or pass --env")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise RecipeError(f"experiment.seed must be a non-negative integer, got {seed!r}")
+    return Experiment(algorithm, entry.name, env, scale, seed)

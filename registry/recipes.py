@@ -1,0 +1,261 @@
+"""Compose a run's configuration from recipe files and bindings, strictly, in a documented order.
+
+Order (later wins): the recipe (with everything it `include`s, base.gin first by convention) →
+the environment column `envs/<env>.gin` → the scale `scales/<scale>.gin` → the run's env, scale
+and seed → `--gin_param` bindings. `include` paths resolve against the recipes directory first,
+then the including recipe's own directory, then the working directory. A recipe's `import` lines
+may name modules next to the recipe or in the recipes directory (both are importable while
+recipes are parsed).
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import re
+import sys
+import tokenize
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gin
+import gin.config
+
+from registry.catalog import bindable_arguments
+from registry.core import entries, names
+from registry.errors import FocalppError, RecipeError
+from registry.experiment import Experiment, experiment
+from registry.plugins import load_plugin
+
+T = TypeVar("T")
+
+RECIPES_DIR = Path(
+    os.environ.get("FOCALPP_RECIPES") or Path(__file__).resolve().parents[1] / "recipes"
+)
+
+
+@dataclass(frozen=True)
+class Composition:
+    """A parsed configuration: what was read, in order, and the experiment it describes."""
+
+    recipe: Path
+    sources: tuple[str, ...]
+    experiment: Experiment
+
+
+def compose(
+    recipe: str | Path,
+    *,
+    env: str | None = None,
+    scale: str | None = None,
+    seed: int | None = None,
+    bindings: Sequence[str] = (),
+    plugins: Sequence[str] = (),
+    recipes_dir: Path | None = None,
+) -> Composition:
+    """Clear gin, import plugins, parse recipe → env → scale → bindings; return the experiment."""
+    recipes_dir = Path(recipes_dir or RECIPES_DIR)
+    gin.clear_config()
+    for plugin in plugins:
+        load_plugin(plugin)
+    recipe_path = find_recipe(recipe, recipes_dir)
+    sources = [str(recipe_path)]
+    with _search_paths(recipes_dir, recipe_path.parent):
+        parse_file(recipe_path)
+        env = env or _query("experiment.env")
+        if not env:
+            raise RecipeError(
+                f"{recipe_path} names no environment: bind `experiment.env` or pass --env "
+                f"(one of: {', '.join(columns('envs', recipes_dir))})"
+            )
+        scale = scale or _query("experiment.scale") or "cpu"
+        for column, value in (("envs", env), ("scales", scale)):
+            path = column_file(column, value, recipes_dir)
+            parse_file(path)
+            sources.append(str(path))
+    run_bindings = [f"experiment.env = {env!r}", f"experiment.scale = {scale!r}"]
+    if seed is not None:
+        run_bindings.append(f"experiment.seed = {int(seed)}")
+    parse_bindings(run_bindings, "the run's --env/--scale/--seed")
+    parse_bindings(bindings, "--gin_param")
+    sources.append("bindings: " + "; ".join([*run_bindings, *bindings]))
+    chosen = build_experiment()
+    if (chosen.env, chosen.scale) != (env, scale):
+        raise RecipeError(
+            "a --gin_param binding changed experiment.env or experiment.scale; "
+            "choose them with --env and --scale so their recipe files are included"
+        )
+    return Composition(recipe_path, tuple(sources), chosen)
+
+
+def find_recipe(recipe: str | Path, recipes_dir: Path) -> Path:
+    """The recipe's path as given, else relative to the recipes directory; error if neither."""
+    for candidate in (Path(recipe), recipes_dir / recipe):
+        if candidate.is_file():
+            return candidate.resolve()
+    shipped = sorted(p.name for p in recipes_dir.glob("*.gin"))
+    close = difflib.get_close_matches(Path(recipe).name, shipped, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise RecipeError(
+        f"recipe file not found: {recipe}.{hint} Recipes in {recipes_dir}: {', '.join(shipped)}"
+    )
+
+
+def columns(column: str, recipes_dir: Path | None = None) -> list[str]:
+    """Names available in a column directory (`envs` or `scales`)."""
+    return sorted(p.stem for p in (Path(recipes_dir or RECIPES_DIR) / column).glob("*.gin"))
+
+
+def column_file(column: str, value: str, recipes_dir: Path) -> Path:
+    path = recipes_dir / column / f"{value}.gin"
+    if path.is_file():
+        return path
+    flag = {"envs": "--env", "scales": "--scale"}[column]
+    available = columns(column, recipes_dir)
+    close = difflib.get_close_matches(value, available, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise RecipeError(
+        f"unknown {flag} {value!r}: no {path}.{hint} Available: {', '.join(available) or 'none'}"
+    )
+
+
+def parse_file(path: Path) -> None:
+    with gin_errors(str(path)):
+        gin.parse_config_file(str(path))
+
+
+def parse_bindings(bindings: Sequence[str], source: str) -> None:
+    with gin_errors(source):
+        gin.parse_config(list(bindings))
+
+
+def build_experiment() -> Experiment:
+    return build(experiment)
+
+
+def operative_config() -> str:
+    """The configuration of everything built so far, with defaults: re-parsing it re-runs."""
+    return gin.operative_config_str()
+
+
+def _query(name: str) -> object | None:
+    try:
+        return gin.query_parameter(name)
+    except ValueError:
+        return None
+
+
+class _QuietMissingPaths(logging.Filter):
+    """gin logs an error for every search-path miss while resolving an include; drop those."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Path not found")
+
+
+@contextmanager
+def _search_paths(*dirs: Path) -> Iterator[None]:
+    # gin has no public way to put a search path first or to remove one again.
+    prefixes = gin.config._LOCATION_PREFIXES
+    saved, saved_sys_path = list(prefixes), list(sys.path)
+    prefixes[:0] = [str(d) for d in dirs]
+    sys.path[:0] = [str(d) for d in dirs]
+    quiet = _QuietMissingPaths()
+    logging.getLogger().addFilter(quiet)
+    try:
+        yield
+    finally:
+        prefixes[:] = saved
+        sys.path[:] = saved_sys_path
+        logging.getLogger().removeFilter(quiet)
+
+
+_UNKNOWN = re.compile(r"No configurable matching (?:reference )?'@?([\w./]+?)(?:\(\))?'")
+_NO_PARAM = re.compile(r"Configurable '([\w.]+)' doesn't have a parameter named '(\w+)'")
+_REQUIRED = re.compile(r"Required bindings for `([\w.]+)` not provided in config: \[(.*)\]")
+
+
+@contextmanager
+def gin_errors(source: str) -> Iterator[None]:
+    """Turn gin's parse and bind errors into RecipeError messages that say how to fix them."""
+    try:
+        yield
+    except FocalppError:
+        raise
+    except SyntaxError as e:
+        where = _syntax_location(e, source)
+        raise RecipeError(f"gin syntax error in {where}: {e.msg}") from e
+    except tokenize.TokenError as e:
+        msg, (line, _) = e.args
+        raise RecipeError(f"gin syntax error in {source} near line {line}: {msg}") from e
+    except ImportError as e:
+        raise RecipeError(
+            f"a module imported by {source} cannot be imported: {e}. Check the `import` line, "
+            "or pass the module's file with --plugin"
+        ) from e
+    except OSError as e:
+        raise RecipeError(f"cannot read a recipe file included from {source}: {e}") from e
+    except (ValueError, RuntimeError) as e:
+        raise RecipeError(_explain(str(e), source) or f"invalid recipe ({source}): {e}") from e
+
+
+def build(factory: Callable[..., T], /, **kwargs: Any) -> T:
+    """Call a gin-configured factory; gin's unknown/missing-binding errors become RecipeError.
+
+    Other errors pass through untouched: they are bugs of the component, not of the recipe.
+    """
+    try:
+        return factory(**kwargs)
+    except FocalppError:
+        raise
+    except (ValueError, RuntimeError) as e:
+        explained = _explain(str(e), "the recipe")
+        if explained is None:
+            raise
+        raise RecipeError(explained) from e
+
+
+def _syntax_location(e: SyntaxError, source: str) -> str:
+    location = e.args[1] if len(e.args) > 1 else None
+    filename = getattr(location, "filename", None) or e.filename or source
+    line = getattr(location, "line_num", None) or e.lineno
+    content = getattr(location, "line_content", None) or e.text or ""
+    return f"{filename} line {line}" + (f"\n    {content.rstrip()}" if content else "")
+
+
+def _explain(message: str, source: str) -> str | None:
+    """Add suggestions to gin's message for unknown names, unknown arguments, missing bindings."""
+    if m := _UNKNOWN.search(message):
+        name = m.group(1).split("/")[-1]
+        pool = [*names(), "experiment"]
+        short = name.split(".")[-1]
+        close = difflib.get_close_matches(short, pool, n=5, cutoff=0.5)
+        hint = f"Did you mean: {', '.join(close)}? " if close else ""
+        return (
+            f"unknown component or configurable {name!r} in {source}. {hint}If it is defined in "
+            "a module not imported yet, add an `import <module>` line to the recipe or pass "
+            f"--plugin <module or file.py>.\n{message}"
+        )
+    if m := _NO_PARAM.search(message):
+        configurable, arg = m.groups()
+        valid = _arguments_of(configurable.split(".")[-1])
+        close = difflib.get_close_matches(arg, valid, n=3, cutoff=0.5)
+        hint = f"Did you mean: {', '.join(close)}? " if close else ""
+        return (
+            f"{configurable!r} has no argument {arg!r} (binding in {source}). {hint}"
+            f"Its arguments: {', '.join(valid) or 'none'}.\n{message}"
+        )
+    if m := _REQUIRED.search(message):
+        configurable, missing = m.groups()
+        return f"{configurable!r} needs a value for {missing}: bind it in the recipe.\n{message}"
+    return None
+
+
+def _arguments_of(name: str) -> list[str]:
+    if name == "experiment":
+        return [a.name for a in bindable_arguments(experiment)]
+    found = [e for e in entries() if e.name == name]
+    return [a.name for a in bindable_arguments(found[0].obj)] if found else []

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import DATA, ROOT
+
+
+def components_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "components.py"), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "250"},
+        timeout=120,
+    )
+
+
+def test_lists_plugin_components_with_arguments():
+    r = components_cli("--plugin", str(DATA / "lab_plugin.py"))
+    assert r.returncode == 0, r.stderr
+    assert "lab_cube" in r.stdout and "gain=1.0" in r.stdout
+    assert "Cubes its input, times a gain." in r.stdout
+
+
+def test_kind_filter():
+    r = components_cli("--kind", "algorithm", "--plugin", str(DATA / "lab_plugin.py"))
+    assert r.returncode == 0, r.stderr
+    assert "lab_cube" not in r.stdout
+
+
+def test_unknown_kind_is_a_clear_error():
+    r = components_cli("--kind", "encoders")
+    assert r.returncode == 2
+    assert "unknown component kind 'encoders'" in r.stderr and "encoder" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -1,0 +1,133 @@
+"""The run CLI as a user runs it: a real subprocess, exit codes, messages, the run directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import DATA, ROOT, TOY_RECIPES
+
+
+def run_cli(*args: str, recipes=TOY_RECIPES, cwd=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FOCALPP_RECIPES": str(recipes), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "run.py"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or ROOT,
+        timeout=120,
+    )
+
+
+def test_dry_run_prints_choices_and_creates_nothing(tmp_path):
+    r = run_cli(
+        "--recipe", "toy_row.gin", "--scale", "big", "--seed", "5", "--dry-run", cwd=tmp_path
+    )
+    assert r.returncode == 0, r.stderr
+    for expected in ("toy_algorithm", "toy_env", "big", "scales/big.gin", "experiment.seed = 5"):
+        assert expected in r.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_writes_run_directory_and_headline(tmp_path):
+    out = tmp_path / "run"
+    r = run_cli("--recipe", "toy_row.gin", "--seed", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "toy total 36.0"  # 2*x + 10 for x in 0..2
+    assert json.loads((out / "result.json").read_text()) == {
+        "env": "toy_env",
+        "seed": 2,
+        "values": [10.0, 12.0, 14.0],
+    }
+    config = (out / "config.gin").read_text()
+    assert "experiment.seed = 2" in config and "toy_linear.shift = 10.0" in config
+
+
+def test_default_run_directory_is_named_and_never_reused(tmp_path):
+    for _ in range(2):
+        r = run_cli("--recipe", "toy_row.gin", "--runs-root", str(tmp_path / "runs"))
+        assert r.returncode == 0, r.stderr
+    made = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert len(made) == 2
+    assert all("-toy_row-toy_env-s0" in name for name in made)
+
+
+def test_plugin_flag_makes_outside_component_usable(tmp_path):
+    out = tmp_path / "run"
+    r = run_cli(
+        "--recipe", "lab_row.gin", "--plugin", str(DATA / "lab_plugin.py"), "--out", str(out)
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "result.json").read_text())["values"] == [0.0, 0.5, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--recipe", "missing.gin"], "recipe file not found: missing.gin"),
+        (["--recipe", "toy_row.gin", "--env", "nowhere"], "unknown --env 'nowhere'"),
+        (["--recipe", "toy_row.gin", "--scale", "galactic"], "unknown --scale 'galactic'"),
+        (
+            ["--recipe", "toy_row.gin", "--gin_param", "toy_algorithm.encoder = @toy_sqare"],
+            "Did you mean: toy_square",
+        ),
+        (
+            ["--recipe", "toy_row.gin", "--gin_param", "toy_linear.gain = 2"],
+            "has no argument 'gain'",
+        ),
+        (["--recipe", "lab_row.gin"], "unknown component or configurable 'lab_cube'"),
+        (["--recipe", "toy_row.gin", "--plugin", "/nope/x.py"], "plugin file not found"),
+    ],
+)
+def test_bad_input_exits_nonzero_with_message_and_no_traceback(args, message, tmp_path):
+    r = run_cli(*args, "--out", str(tmp_path / "run"))
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.gin"
+    bad.write_text("include 'toy_row.gin'\ntoy_linear.scale = 2 3\n")
+    r = run_cli("--recipe", str(bad))
+    assert r.returncode == 2
+    assert f"gin syntax error in {bad} line 2" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_existing_output_directory_is_refused_and_kept(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    r = run_cli("--recipe", "toy_row.gin", "--out", str(out))
+    assert r.returncode == 2
+    assert "already exists" in r.stderr
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_debug_shows_the_traceback():
+    r = run_cli("--recipe", "missing.gin", "--debug")
+    assert r.returncode != 0
+    assert "Traceback" in r.stderr and "RecipeError" in r.stderr
+
+
+def test_missing_required_binding_removes_fresh_run_dir(tmp_path):
+    out = tmp_path / "run"
+    recipe = tmp_path / "needs.gin"
+    recipe.write_text("include 'toy_row.gin'\ntoy_algorithm.encoder = @toy_needs_width\n")
+    plugin = tmp_path / "needs_plugin.py"
+    plugin.write_text(
+        "import gin\nfrom registry import register\n\n"
+        "@register('encoder', 'toy_needs_width')\nclass NeedsWidth:\n"
+        "    def __init__(self, *, width=gin.REQUIRED):\n        self.width = width\n"
+    )
+    r = run_cli("--recipe", str(recipe), "--plugin", str(plugin), "--out", str(out))
+    assert r.returncode == 2
+    assert "needs a value for 'width'" in r.stderr
+    assert not out.exists()
