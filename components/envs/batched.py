@@ -2,8 +2,11 @@
 
 Every batched environment returns the same named record per step, shaped [N] or [N, F] for N
 tasks. Point robots have a native numpy implementation (`point_robot.PointRobotBatch`); MuJoCo
-families use gymnasium's vector environments (`VectorBatchedEnv`). Neither resets by itself:
-the caller resets after an episode (its horizon, or a termination it masks out).
+families use gymnasium's vector environments (`VectorBatchedEnv`).
+
+Episodes of all tasks run in lockstep: the caller resets the batch after the horizon. A task
+whose episode terminates early is frozen until that reset: its later steps repeat the final
+observation with zero reward and `alive` False, so masks and sums need no special cases.
 """
 
 from __future__ import annotations
@@ -22,13 +25,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class BatchStep:
-    """One step of N environments: obs [N, F], the others [N]."""
+    """One step of N environments: obs [N, F], the others [N].
+
+    `alive` marks real transitions (the task's episode had not ended before this step);
+    `terminated` / `truncated` say whether the episode has ended, by termination or time limit.
+    """
 
     obs: np.ndarray
     reward: np.ndarray
     sparse_reward: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
+    alive: np.ndarray
 
 
 class VectorBatchedEnv:
@@ -45,19 +53,42 @@ class VectorBatchedEnv:
         kwargs = family.gym_kwargs()
         fns = [_EnvFn(family.gym_id, task, kwargs) for task in self.tasks]
         vector_cls = AsyncVectorEnv if asynchronous else SyncVectorEnv
-        self.env = vector_cls(fns, autoreset_mode=AutoresetMode.DISABLED)
+        # SAME_STEP: an ended sub-env restarts at once (gymnasium will not step an ended one);
+        # we report it frozen at its final observation until the batch is reset.
+        self.env = vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP)
         self.num_tasks = len(self.tasks)
         self.horizon = family.horizon
+        self._ended = np.zeros(self.num_tasks, dtype=bool)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Reset all; returns obs [N, F]."""
         obs, _ = self.env.reset(seed=seed)
+        self._ended = np.zeros(self.num_tasks, dtype=bool)
+        self._final = np.array(obs, copy=True)
+        self._final_flags = (self._ended.copy(), self._ended.copy())
         return obs
 
     def step(self, actions: np.ndarray) -> BatchStep:
         """Step all with actions [N, A]."""
         obs, reward, terminated, truncated, info = self.env.step(np.asarray(actions))
-        return BatchStep(obs, reward, info["sparse_reward"], terminated, truncated)
+        obs, reward = np.array(obs, copy=True), np.array(reward, dtype=np.float64)
+        sparse = np.array(info.get("sparse_reward", np.zeros(self.num_tasks)), dtype=np.float64)
+        for i in np.flatnonzero(terminated | truncated):  # restarted: take the final step's data
+            obs[i] = info["final_obs"][i]
+            sparse[i] = info["final_info"]["sparse_reward"][i]
+        alive = ~self._ended
+        obs[~alive] = self._final[~alive]
+        reward[~alive] = sparse[~alive] = 0.0
+        terminated = np.where(alive, terminated, self._final_flags[0])
+        truncated = np.where(alive, truncated, self._final_flags[1])
+        newly = alive & (terminated | truncated)
+        self._final[newly] = obs[newly]
+        self._final_flags[0][newly], self._final_flags[1][newly] = (
+            terminated[newly],
+            truncated[newly],
+        )
+        self._ended |= newly
+        return BatchStep(obs, reward, sparse, terminated, truncated, alive)
 
     def close(self) -> None:
         self.env.close()

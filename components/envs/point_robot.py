@@ -59,7 +59,7 @@ class SparsePointRobot(PointRobotFamily):
 
     def sample_tasks(self, rng: np.random.Generator) -> list[Task]:
         n = self.n_train + self.n_test
-        angles = np.arange(n) * math.pi / (n - 1)  # goal k at angle k·π/99
+        angles = np.linspace(0.0, math.pi, n)  # goal k at angle k·π/99, y ≥ 0 exactly
         order = rng.permutation(n)  # the seeded split (the reference's was unseeded)
         return [{"goal": [math.cos(angles[k]), math.sin(angles[k])]} for k in order]
 
@@ -166,6 +166,7 @@ class PointRobotBatch:
             sparse_reward=sparsify(reward, self.family.goal_radius),
             terminated=np.zeros(self.num_tasks, dtype=bool),
             truncated=np.full(self.num_tasks, self.t >= self.horizon),
+            alive=np.full(self.num_tasks, self.t <= self.horizon),
         )
 
     def close(self) -> None:

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def test_quick_bench_writes_well_formed_json(tmp_path):
+    out = tmp_path / "bench.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bench.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert report["quick"] is True and report["machine"]["cpus"] >= 1
+    rows = {row["family"]: row for row in report["sections"]["env"]}
+    assert len(rows) >= 6
+    for row in rows.values():
+        assert row["single_steps_per_s"] > 0 and row["batched_sync_steps_per_s"] > 0
+    assert "batched_async_steps_per_s" in rows["walker_params"]
