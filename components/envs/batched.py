@@ -4,9 +4,13 @@ Every batched environment returns the same named record per step, shaped [N] or 
 tasks. Point robots have a native numpy implementation (`point_robot.PointRobotBatch`); MuJoCo
 families use gymnasium's vector environments (`VectorBatchedEnv`).
 
-Episodes of all tasks run in lockstep: the caller resets the batch after the horizon. A task
-whose episode terminates early is frozen until that reset: its later steps repeat the final
-observation with zero reward and `alive` False, so masks and sums need no special cases.
+Two ways to treat episode ends:
+- lockstep (default, for evaluation): the caller resets the batch after the horizon. A task
+  whose episode terminates early is frozen until that reset: its later steps repeat the final
+  observation with zero reward and `alive` False, so masks and sums need no special cases.
+- `autoreset=True` (for data collection): a task whose episode ends starts a new one at once,
+  so every step is a real transition of every task. `BatchStep.obs` is the transition's next
+  observation; `current` is what to act on next (a new episode's first observation there).
 """
 
 from __future__ import annotations
@@ -48,8 +52,15 @@ class VectorBatchedEnv:
         asynchronous: step environments in subprocesses (worth it for MuJoCo on several cores).
     """
 
-    def __init__(self, family: EnvFamily, tasks: Sequence[Task], *, asynchronous: bool = False):
-        self.family, self.tasks = family, list(tasks)
+    def __init__(
+        self,
+        family: EnvFamily,
+        tasks: Sequence[Task],
+        *,
+        asynchronous: bool = False,
+        autoreset: bool = False,
+    ):
+        self.family, self.tasks, self.autoreset = family, list(tasks), autoreset
         kwargs = family.gym_kwargs()
         fns = [_EnvFn(family.gym_id, task, kwargs) for task in self.tasks]
         vector_cls = AsyncVectorEnv if asynchronous else SyncVectorEnv
@@ -66,16 +77,20 @@ class VectorBatchedEnv:
         self._ended = np.zeros(self.num_tasks, dtype=bool)
         self._final = np.array(obs, copy=True)
         self._final_flags = (self._ended.copy(), self._ended.copy())
+        self.current = np.array(obs, copy=True)
         return obs
 
     def step(self, actions: np.ndarray) -> BatchStep:
         """Step all with actions [N, A]."""
         obs, reward, terminated, truncated, info = self.env.step(np.asarray(actions))
+        self.current = np.array(obs, copy=True)
         obs, reward = np.array(obs, copy=True), np.array(reward, dtype=np.float64)
         sparse = np.array(info.get("sparse_reward", np.zeros(self.num_tasks)), dtype=np.float64)
         for i in np.flatnonzero(terminated | truncated):  # restarted: take the final step's data
             obs[i] = info["final_obs"][i]
             sparse[i] = info["final_info"]["sparse_reward"][i]
+        if self.autoreset:
+            return BatchStep(obs, reward, sparse, terminated, truncated, np.ones_like(terminated))
         alive = ~self._ended
         obs[~alive] = self._final[~alive]
         reward[~alive] = sparse[~alive] = 0.0
@@ -88,6 +103,7 @@ class VectorBatchedEnv:
             truncated[newly],
         )
         self._ended |= newly
+        self.current = obs
         return BatchStep(obs, reward, sparse, terminated, truncated, alive)
 
     def close(self) -> None:

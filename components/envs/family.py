@@ -56,6 +56,7 @@ class EnvFamily(ABC):
     n_test: ClassVar[int]
     task_keys: ClassVar[tuple[str, ...]]
     default_goal_radius: ClassVar[float | None] = None
+    task_changes: ClassVar[str] = "reward"  # or "dynamics": what differs between tasks
     test_is_train: ClassVar[bool] = False  # Fwd-Back: only two directions exist (SPEC §1)
 
     def __init__(
@@ -113,6 +114,13 @@ class EnvFamily(ABC):
         if not np.all(np.isfinite(vector)):
             raise ValueError(f"malformed task {task!r}: parameters must be finite numbers")
         return task
+
+    def split_indices(self) -> tuple[list[int], list[int]]:
+        """Train and test positions in `all_tasks()` (the same two lists for Fwd-Back)."""
+        n = len(self.all_tasks())
+        if self.test_is_train:
+            return list(range(n)), list(range(n))
+        return list(range(self.n_train)), list(range(self.n_train, n))
 
     def task_vectors(self, tasks: Sequence[Task]) -> np.ndarray:
         """Stacked task vectors, shape [N, P]."""

@@ -43,8 +43,8 @@ class PointRobotFamily(EnvFamily):
         goal, _ = self.goal_and_wind(task)
         return -(((next_obs - goal) ** 2).sum(-1) ** 0.5)
 
-    def make_batched(self, tasks: Sequence[Task], **kwargs: Any) -> PointRobotBatch:
-        return PointRobotBatch(self, tasks)
+    def make_batched(self, tasks: Sequence[Task], *, autoreset: bool = False) -> PointRobotBatch:
+        return PointRobotBatch(self, tasks, autoreset=autoreset)
 
 
 @register("env", "sparse_point_robot")
@@ -79,6 +79,7 @@ class PointRobotWind(PointRobotFamily):
     n_train, n_test = 40, 10
     task_keys = ("wind",)
     default_goal_radius = None  # the paper's table: N/A (dense)
+    task_changes = "dynamics"
     max_wind = 0.05
 
     def sample_tasks(self, rng: np.random.Generator) -> list[Task]:
@@ -136,10 +137,15 @@ class PointRobotWindEnv(PointRobotEnv):
 
 
 class PointRobotBatch:
-    """N point-robot tasks stepped as one numpy array operation (no loop over tasks)."""
+    """N point-robot tasks stepped as one numpy array operation (no loop over tasks).
 
-    def __init__(self, family: PointRobotFamily, tasks: Sequence[Task]):
+    Point robots never terminate and share one horizon, so episodes stay in lockstep; with
+    `autoreset` all restart together after the horizon (see components.envs.batched).
+    """
+
+    def __init__(self, family: PointRobotFamily, tasks: Sequence[Task], *, autoreset: bool = False):
         self.family, self.tasks = family, [family.resolve_task(t) for t in tasks]
+        self.autoreset = autoreset
         self.task_vecs = family.task_vectors(self.tasks)  # [N, P]
         self.num_tasks, self.horizon = len(self.tasks), family.horizon
         self.state = np.zeros((self.num_tasks, 2))
@@ -148,6 +154,11 @@ class PointRobotBatch:
     def reset(self, seed: int | None = None) -> np.ndarray:
         self.state = np.zeros((self.num_tasks, 2))
         self.t = 0
+        return self.state.copy()
+
+    @property
+    def current(self) -> np.ndarray:
+        """Observations [N, 2] to act on next."""
         return self.state.copy()
 
     def step(self, actions: np.ndarray) -> BatchStep:
@@ -160,7 +171,7 @@ class PointRobotBatch:
         obs, self.state = self.state, self.family.dynamics(self.state, a, self.task_vecs)
         self.t += 1
         reward = self.family.reward(obs, a, self.state, self.task_vecs)
-        return BatchStep(
+        step = BatchStep(
             obs=self.state.copy(),
             reward=reward,
             sparse_reward=sparsify(reward, self.family.goal_radius),
@@ -168,6 +179,9 @@ class PointRobotBatch:
             truncated=np.full(self.num_tasks, self.t >= self.horizon),
             alive=np.full(self.num_tasks, self.t <= self.horizon),
         )
+        if self.autoreset and self.t >= self.horizon:
+            self.reset()
+        return step
 
     def close(self) -> None:
         """Nothing to release (kept for the batched-environment interface)."""

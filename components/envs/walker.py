@@ -43,6 +43,7 @@ class WalkerParams(EnvFamily):
     n_train, n_test = 40, 10
     task_keys = tuple(PARAMETERS)
     default_goal_radius = None  # the paper's table: dense
+    task_changes = "dynamics"
     frame_skip: ClassVar[int] = 8
 
     def sample_tasks(self, rng: np.random.Generator) -> list[Task]:

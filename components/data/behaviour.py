@@ -1,0 +1,124 @@
+"""Train one behaviour SAC per task, all tasks at once, and roll policies out in batches.
+
+`train_behaviour` steps every task's environment together (one batched env) and updates the
+task-batched SAC on [K, B, ...] batches, calling back at checkpoints. `rollout` runs E
+stochastic episodes per task in one batched env of K·E environments. Neither loops over tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from components.data.replay import TaskReplay
+from components.data.transitions import Transitions
+from components.envs.family import EnvFamily, Task
+from components.rl.sac import TaskBatchedSAC
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass(frozen=True)
+class Rollouts:
+    """E episodes per task, unpacked: fields [K, E·H, ...] with `alive` [K, E·H] marking real steps.
+
+    `returns` and `sparse_returns` are per episode, [K, E].
+    """
+
+    transitions: Transitions
+    alive: np.ndarray
+    returns: np.ndarray
+    sparse_returns: np.ndarray
+
+
+def rollout(family: EnvFamily, env, agent: TaskBatchedSAC, episodes: int, seed: int) -> Rollouts:
+    """Run `episodes` stochastic episodes per task; `env` is a batched env over K·E tasks.
+
+    Args:
+        family: the tasks' family (its horizon).
+        env: `family.make_batched(tasks repeated E times, task-major)`.
+        agent: the K policies.
+        episodes: E.
+        seed: reset seed of the batched env.
+    """
+    k, h = agent.n_tasks, family.horizon
+    obs = env.reset(seed=seed)
+    steps = []
+    for _ in range(h):
+        o = torch.as_tensor(obs, dtype=torch.float32).reshape(k, episodes, -1)
+        action = agent.act(o).reshape(k * episodes, -1).numpy().astype(np.float64)
+        step = env.step(action)
+        steps.append((obs, action, step))
+        obs = step.obs
+
+    # [H, K·E, ...] -> [K, E·H, ...] with episodes kept contiguous in time order
+    def stack(values: list[np.ndarray]) -> np.ndarray:
+        x = np.stack(values, axis=1)  # [K·E, H, ...]
+        return x.reshape(k, episodes * h, *x.shape[2:])
+
+    alive = stack([s.alive for _, _, s in steps])
+    transitions = Transitions(
+        obs=stack([o for o, _, _ in steps]),
+        action=stack([a for _, a, _ in steps]),
+        reward=stack([s.reward for _, _, s in steps]),
+        sparse_reward=stack([s.sparse_reward for _, _, s in steps]),
+        next_obs=stack([s.obs for _, _, s in steps]),
+        terminated=stack([s.terminated for _, _, s in steps]),
+        truncated=stack([s.truncated for _, _, s in steps]),
+    )
+    per_episode = alive.reshape(k, episodes, h)
+    returns = (transitions.reward.reshape(k, episodes, h) * per_episode).sum(-1)
+    sparse = (transitions.sparse_reward.reshape(k, episodes, h) * per_episode).sum(-1)
+    return Rollouts(transitions, alive, returns, sparse)
+
+
+def train_behaviour(
+    family: EnvFamily,
+    tasks: Sequence[Task],
+    agent: TaskBatchedSAC,
+    *,
+    env_steps: int,
+    start_steps: int,
+    batch_size: int,
+    checkpoint_steps: Sequence[int],
+    on_checkpoint: Callable[[int], None],
+    seed: int,
+    progress: Progress | None = None,
+) -> TaskReplay:
+    """Train `agent` (K = len(tasks)) for `env_steps` steps per task; return the replay buffer.
+
+    `on_checkpoint(step)` is called before the step-th environment step for every step in
+    `checkpoint_steps` (use `env_steps` for the final policy).
+    """
+    k = len(tasks)
+    env = family.make_batched(tasks, autoreset=True)
+    replay = TaskReplay(
+        n_tasks=k, capacity=env_steps, obs_dim=family.obs_dim, act_dim=family.act_dim
+    )
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    pending = sorted(set(checkpoint_steps))
+    for step in range(env_steps + 1):
+        while pending and pending[0] == step:
+            on_checkpoint(pending.pop(0))
+        if step == env_steps:
+            break
+        obs = env.current
+        if step < start_steps:
+            action = rng.uniform(-1.0, 1.0, (k, family.act_dim))
+        else:
+            o = torch.as_tensor(obs, dtype=torch.float32)[:, None]
+            action = agent.act(o)[:, 0].numpy().astype(np.float64)
+        s = env.step(action)
+        replay.add(
+            Transitions(obs, action, s.reward, s.sparse_reward, s.obs, s.terminated, s.truncated)
+        )
+        if step + 1 >= start_steps:
+            agent.update(replay.sample(batch_size))
+        if progress is not None:
+            progress(step + 1, env_steps)
+    env.close()
+    return replay

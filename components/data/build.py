@@ -1,0 +1,94 @@
+"""Build a dataset once and reuse it: `ensure_dataset(family, protocol, seed)`.
+
+The family and the protocol are built from the registry (so gin bindings apply). A cached dataset
+is reused only if it was built with the same protocol settings; otherwise the error says so.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from components.data.behaviour import Progress
+from components.data.store import (
+    MANIFEST,
+    Dataset,
+    DatasetError,
+    cache_root,
+    dataset_dir,
+    load_dataset,
+    rebuild_command,
+    write_dataset,
+)
+from registry import get
+
+
+def ensure_dataset(
+    family_name: str,
+    protocol: str,
+    seed: int = 0,
+    *,
+    root: Path | None = None,
+    progress: Progress | None = None,
+) -> Dataset:
+    """Load the cached dataset, or build, store and load it."""
+    root = Path(root) if root is not None else cache_root()
+    path = dataset_dir(root, family_name, protocol, seed)
+    builder = get("dataset", protocol)()
+    if path.exists():
+        dataset = load_dataset(path)  # raises for half-written or unreadable datasets
+        built_with = dataset.manifest.get("settings")
+        if built_with != _jsonable(builder.settings()):
+            raise DatasetError(
+                f"{path} was built with other settings than this run asks for:\n"
+                f"  stored:    {built_with}\n  requested: {_jsonable(builder.settings())}\n"
+                "use another --out (or $FOCALPP_DATA), or delete it to rebuild"
+            )
+        return dataset
+    family = get("env", family_name)(seed=seed)
+    collected = builder.build(family, seed=seed, progress=progress)
+    train, test = family.split_indices()
+    header = {
+        "family": family_name,
+        "protocol": protocol,
+        "seed": seed,
+        "goal_radius": family.goal_radius,
+        "obs_dim": family.obs_dim,
+        "act_dim": family.act_dim,
+        "horizon": family.horizon,
+        "tasks": family.all_tasks(),
+        "split": {"train": train, "test": test},
+        "settings": _jsonable(collected.settings),
+        "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "(python api)",
+        "rebuild": rebuild_command(family_name, protocol, seed, root),
+    }
+    write_dataset(path, header=header, qualities=collected.qualities, sources=collected.sources)
+    return load_dataset(path)
+
+
+def _jsonable(value):
+    """Settings as they read back from JSON (tuples become lists)."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def describe(dataset: Dataset) -> list[dict]:
+    """One row per quality: counts and mean returns of its sources (for tools and reports)."""
+    rows = []
+    for name, entry in dataset.manifest["qualities"].items():
+        counts = entry["per_task_counts"]
+        row = {"quality": name, "tasks": len(counts), "transitions": int(sum(counts))}
+        returns = [r for src in entry["sources"] for r in src.get("mean_sparse_return", [])]
+        dense = [r for src in entry["sources"] for r in src.get("mean_return", [])]
+        if returns:
+            row["mean_sparse_return"] = sum(returns) / len(returns)
+        if dense:
+            row["mean_return"] = sum(dense) / len(dense)
+        rows.append(row)
+    return rows
+
+
+__all__ = ["MANIFEST", "describe", "ensure_dataset"]

@@ -1,0 +1,225 @@
+"""The dataset store: one directory per (family, protocol, seed), validated on every load.
+
+Layout:
+    <root>/<family>/<protocol>-s<seed>/
+        manifest.json                 format, family, tasks and split, qualities, per-task
+                                      counts, shapes, dtypes, checksums, the command and
+                                      version that built it
+        <quality>/<field>.npy         [n_tasks, N, dim] arrays (ragged tasks padded)
+        <quality>/length.npy          [n_tasks] real transitions per task
+
+A dataset is written into a hidden temporary directory next to its final place and renamed into
+place only when complete, so a reader never sees half a dataset. `<root>` is $FOCALPP_DATA, or
+focalpp/datasets under the user's cache directory ($XDG_CACHE_HOME, else ~/.cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from components.data.transitions import FIELDS, Transitions
+from registry import FocalppError
+
+FORMAT = "focalpp-dataset/1"
+MANIFEST = "manifest.json"
+
+
+class DatasetError(FocalppError, ValueError):
+    """A dataset that is missing, half-written, corrupted or asked for something it lacks."""
+
+
+def cache_root() -> Path:
+    """Where datasets live: $FOCALPP_DATA, else <user cache dir>/focalpp/datasets."""
+    if os.environ.get("FOCALPP_DATA"):
+        return Path(os.environ["FOCALPP_DATA"]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "focalpp" / "datasets"
+
+
+def dataset_dir(root: Path, family: str, protocol: str, seed: int) -> Path:
+    return Path(root) / family / f"{protocol}-s{seed}"
+
+
+def rebuild_command(family: str, protocol: str, seed: int | str, root: Path | None = None) -> str:
+    out = f" --out {root}" if root is not None else ""
+    return f"python tools/collect.py --env {family} --protocol {protocol} --seed {seed}{out}"
+
+
+@dataclass(frozen=True)
+class QualityData:
+    """One quality's arrays: transitions [n_tasks, N, ...] and real counts `length` [n_tasks]."""
+
+    transitions: Transitions
+    length: np.ndarray
+
+
+@dataclass(frozen=True)
+class Dataset:
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def qualities(self) -> list[str]:
+        return list(self.manifest["qualities"])
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        return self.manifest["tasks"]
+
+    def split_indices(self, split: str) -> list[int]:
+        if split not in self.manifest["split"]:
+            raise DatasetError(
+                f"{self.path}: no split {split!r}; it has {sorted(self.manifest['split'])}"
+            )
+        return list(self.manifest["split"][split])
+
+    def quality(self, name: str) -> QualityData:
+        """Load, check and return one quality (every file validated against the manifest)."""
+        if name not in self.manifest["qualities"]:
+            raise DatasetError(
+                f"{self.path} has no quality {name!r}; it has {self.qualities}. Build another "
+                "protocol or check the quality name"
+            )
+        arrays = {
+            key: _load_array(self.path, entry)
+            for key, entry in self.manifest["qualities"][name]["files"].items()
+        }
+        length = arrays.pop("length")
+        n_max = arrays["obs"].shape[1]
+        if length.max(initial=0) > n_max or length.min(initial=0) < 0:
+            raise DatasetError(f"{self.path}/{name}/length.npy: counts outside [0, {n_max}]")
+        return QualityData(Transitions(**{f: arrays[f] for f in FIELDS}), length)
+
+
+def write_dataset(
+    path: Path, *, header: dict[str, Any], qualities: dict[str, QualityData], sources: dict
+) -> Path:
+    """Write atomically; if another writer finished `path` first, keep theirs and return it.
+
+    Args:
+        path: the final dataset directory.
+        header: manifest entries (family, protocol, seed, tasks, split, builder settings, ...).
+        qualities: quality name -> its arrays.
+        sources: quality name -> per-task provenance (checkpoint steps, mean returns).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        manifest = {
+            "format": FORMAT,
+            **header,
+            "focalpp_version": _version(),
+            "qualities": {},
+        }
+        for name, data in qualities.items():
+            (tmp / name).mkdir()
+            files = {
+                f: _save_array(tmp, f"{name}/{f}.npy", getattr(data.transitions, f)) for f in FIELDS
+            }
+            files["length"] = _save_array(tmp, f"{name}/length.npy", data.length.astype(np.int64))
+            manifest["qualities"][name] = {
+                "per_task_counts": data.length.tolist(),
+                "files": files,
+                "sources": sources.get(name, []),
+            }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        try:
+            tmp.rename(path)
+        except OSError:
+            if not (path / MANIFEST).is_file():
+                raise
+            shutil.rmtree(tmp)  # someone else completed the same dataset first
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def load_dataset(path: Path) -> Dataset:
+    """Open a dataset directory and validate its manifest (arrays are checked when loaded)."""
+    path = Path(path)
+    protocol, _, seed = path.name.rpartition("-s")
+    command = rebuild_command(path.parent.name, protocol, seed, path.parent.parent)
+    if not path.is_dir():
+        raise DatasetError(f"no dataset at {path}; build it with: {command}")
+    rebuild = f"rebuild with: {command}"
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        raise DatasetError(
+            f"{path} is half-written (no {MANIFEST}: an interrupted build?); "
+            f"delete it and {rebuild}"
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{manifest_path} is not valid JSON ({e}); {rebuild}") from e
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise DatasetError(
+            f"{manifest_path}: unknown dataset format {found!r} "
+            f"(this focalpp reads {FORMAT}); {rebuild}"
+        )
+    for key in ("family", "tasks", "split", "qualities"):
+        if key not in manifest:
+            raise DatasetError(f"{manifest_path}: missing field {key!r}; {rebuild}")
+    manifest.setdefault("rebuild", rebuild)
+    return Dataset(path, manifest)
+
+
+def _save_array(root: Path, relative: str, array: np.ndarray) -> dict[str, Any]:
+    array = np.ascontiguousarray(array)
+    np.save(root / relative, array, allow_pickle=False)
+    return {
+        "path": relative,
+        "shape": list(array.shape),
+        "dtype": str(array.dtype),
+        "sha256": _sha256(root / relative),
+    }
+
+
+def _load_array(root: Path, entry: dict[str, Any]) -> np.ndarray:
+    file = root / entry["path"]
+    fix = f"delete {root} and rebuild it"
+    if not file.is_file():
+        raise DatasetError(f"{file} is missing; {fix}")
+    if _sha256(file) != entry["sha256"]:
+        raise DatasetError(f"{file}: checksum mismatch (changed or truncated since written); {fix}")
+    try:
+        array = np.load(file, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise DatasetError(f"{file} cannot be read ({e}); {fix}") from e
+    if list(array.shape) != entry["shape"] or str(array.dtype) != entry["dtype"]:
+        raise DatasetError(
+            f"{file}: shape {list(array.shape)} dtype {array.dtype}, manifest says "
+            f"{entry['shape']} {entry['dtype']}; {fix}"
+        )
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        where = np.argwhere(~np.isfinite(array))[0].tolist()
+        raise DatasetError(f"{file}: non-finite value (NaN or inf) at index {where}; {fix}")
+    return array
+
+
+def _sha256(file: Path) -> str:
+    digest = hashlib.sha256()
+    with open(file, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("focalpp")
+    except metadata.PackageNotFoundError:
+        return "unknown"

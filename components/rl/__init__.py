@@ -1,0 +1,1 @@
+"""Reinforcement-learning parts: networks, behaviour SAC, and (later) BRAC, BCQ, PEARL pieces."""

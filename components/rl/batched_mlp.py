@@ -1,0 +1,63 @@
+"""MLPs with one independent set of weights per model, evaluated for all models at once.
+
+K models (e.g. one behaviour policy per task) share a layout; their weights are stacked as
+[K, in, out] and one `torch.baddbmm` evaluates all of them, so training K small networks costs
+about as much as training one K-times-wider network, with no Python loop over models.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from registry import register
+
+
+class BatchedLinear(nn.Module):
+    """K independent linear layers: x [K, B, in] -> [K, B, out]."""
+
+    def __init__(self, n_models: int, in_features: int, out_features: int):
+        super().__init__()
+        bound = 1.0 / math.sqrt(in_features)  # torch.nn.Linear's default initialisation range
+        self.weight = nn.Parameter(
+            torch.empty(n_models, in_features, out_features).uniform_(-bound, bound)
+        )
+        self.bias = nn.Parameter(torch.empty(n_models, 1, out_features).uniform_(-bound, bound))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.baddbmm(self.bias, x, self.weight)
+
+
+@register("network", "batched_mlp")
+class BatchedMLP(nn.Module):
+    """K independent ReLU MLPs: x [K, B, in] -> [K, B, out].
+
+    Args:
+        n_models: K, the number of independent networks.
+        in_features: input size.
+        out_features: output size.
+        hidden: hidden layer sizes.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_models: int,
+        in_features: int,
+        out_features: int,
+        hidden: Sequence[int] = (64, 64),
+    ):
+        super().__init__()
+        sizes = [in_features, *hidden, out_features]
+        self.layers = nn.ModuleList(
+            BatchedLinear(n_models, a, b) for a, b in itertools.pairwise(sizes)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers[:-1]:
+            x = torch.relu(layer(x))
+        return self.layers[-1](x)

@@ -1,0 +1,145 @@
+"""Behaviour policies: K independent soft actor-critics (one per task) trained as one model.
+
+SAC with twin Q functions, Polyak-averaged target critics and a learned temperature per task
+(Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications"). Every network holds K
+weight sets (`BatchedMLP`); tensors are shaped [K, B, ...]. Each task's losses are summed over
+tasks, so each task's weights get exactly the gradient of its own loss.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from components.data.transitions import Transitions
+from components.rl.batched_mlp import BatchedMLP
+from registry import register
+
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+
+
+@register("agent", "task_batched_sac")
+class TaskBatchedSAC(nn.Module):
+    """K soft actor-critics in lockstep: act on obs [K, N, F], update on batches [K, B, ...].
+
+    Args:
+        n_tasks: K, one agent per task.
+        obs_dim, act_dim: observation and action sizes (actions live in [−1, 1]).
+        hidden: hidden sizes of actor and critics.
+        lr: Adam learning rate of actor, critics and temperature.
+        discount: γ.
+        tau: Polyak rate of the target critics.
+        init_temperature: initial α.
+        target_entropy: entropy the temperature steers to (default −act_dim).
+        reward_scale: multiplies rewards in the critic target.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_tasks: int,
+        obs_dim: int,
+        act_dim: int,
+        hidden: tuple[int, ...] = (64, 64),
+        lr: float = 3e-3,
+        discount: float = 0.9,
+        tau: float = 0.01,
+        init_temperature: float = 0.1,
+        target_entropy: float | None = None,
+        reward_scale: float = 1.0,
+    ):
+        super().__init__()
+        self.n_tasks, self.act_dim = n_tasks, act_dim
+        self.discount, self.tau, self.reward_scale = discount, tau, reward_scale
+        self.target_entropy = -float(act_dim) if target_entropy is None else target_entropy
+        mlp = dict(hidden=hidden)
+        self.actor = BatchedMLP(
+            n_models=n_tasks, in_features=obs_dim, out_features=2 * act_dim, **mlp
+        )
+        # Twin critics as one batched module of 2K models: inputs are repeated, outputs split.
+        self.critic = BatchedMLP(
+            n_models=2 * n_tasks, in_features=obs_dim + act_dim, out_features=1, **mlp
+        )
+        self.critic_target = BatchedMLP(
+            n_models=2 * n_tasks, in_features=obs_dim + act_dim, out_features=1, **mlp
+        )
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        self.critic_target.requires_grad_(False)
+        self.log_alpha = nn.Parameter(torch.full((n_tasks, 1), math.log(init_temperature)))
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr)
+
+    def policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sampled action [K, B, A], its log-probability [K, B], and the mean action [K, B, A]."""
+        mean, log_std = self.actor(obs).chunk(2, dim=-1)
+        log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+        pre_tanh = mean + log_std.exp() * torch.randn_like(mean)
+        action = torch.tanh(pre_tanh)
+        gaussian = -0.5 * (
+            ((pre_tanh - mean) / log_std.exp()) ** 2 + 2 * log_std + math.log(2 * math.pi)
+        )
+        # log|d tanh(u)/du| = 2·(log 2 − u − softplus(−2u)), numerically stable
+        squash = 2.0 * (math.log(2.0) - pre_tanh - F.softplus(-2.0 * pre_tanh))
+        return action, (gaussian - squash).sum(-1), torch.tanh(mean)
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, *, deterministic: bool = False) -> torch.Tensor:
+        """Actions [K, N, A] for observations [K, N, F]."""
+        action, _, mean = self.policy(obs)
+        return mean if deterministic else action
+
+    def q_values(self, net: BatchedMLP, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """Twin Q values [2, K, B] for obs [K, B, F] and action [K, B, A]."""
+        x = torch.cat([obs, action], dim=-1).repeat(2, 1, 1)  # [2K, B, F+A]
+        return net(x).squeeze(-1).unflatten(0, (2, self.n_tasks))
+
+    def critic_loss(self, batch: Transitions) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        with torch.no_grad():
+            next_action, next_logp, _ = self.policy(batch.next_obs)
+            next_q = self.q_values(self.critic_target, batch.next_obs, next_action).min(0).values
+            alpha = self.log_alpha.exp()
+            soft_value = next_q - alpha * next_logp
+            target = (
+                self.reward_scale * batch.reward
+                + self.discount * (1 - batch.terminated) * soft_value
+            )
+        q = self.q_values(self.critic, batch.obs, batch.action)
+        loss = ((q - target) ** 2).mean(-1).sum()  # mean over B, sum over twins and tasks
+        return loss, {"q_mean": q.mean().detach()}
+
+    def actor_and_alpha_losses(self, batch: Transitions) -> dict[str, torch.Tensor]:
+        action, logp, _ = self.policy(batch.obs)
+        q = self.q_values(self.critic, batch.obs, action).min(0).values
+        alpha = self.log_alpha.exp()
+        actor = (alpha.detach() * logp - q).mean(-1).sum()
+        alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean(-1).sum()
+        return {"loss_actor": actor, "loss_alpha": alpha_loss, "entropy": -logp.mean().detach()}
+
+    def update(self, batch: Transitions) -> dict[str, torch.Tensor]:
+        """One gradient step of critics, actor and temperature, then the target update."""
+        loss_critic, info = self.critic_loss(batch)
+        self.critic_opt.zero_grad(set_to_none=True)
+        loss_critic.backward()
+        self.critic_opt.step()
+
+        losses = self.actor_and_alpha_losses(batch)
+        self.actor_opt.zero_grad(set_to_none=True)
+        self.alpha_opt.zero_grad(set_to_none=True)
+        (losses["loss_actor"] + losses["loss_alpha"]).backward()  # disjoint parameters
+        self.actor_opt.step()
+        self.alpha_opt.step()
+
+        with torch.no_grad():
+            for target, online in zip(
+                self.critic_target.parameters(), self.critic.parameters(), strict=True
+            ):
+                target.lerp_(online, self.tau)
+        return {
+            "loss_critic": loss_critic.detach(),
+            **{k: v.detach() for k, v in losses.items()},
+            **info,
+        }

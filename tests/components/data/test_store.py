@@ -1,0 +1,187 @@
+"""The dataset store: manifests, determinism, and every kind of bad dataset."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from components.data import store
+from components.data.build import ensure_dataset
+from components.data.store import DatasetError, load_dataset
+from tests.components.data.conftest import build_tiny
+
+
+def copy_of(dataset, tmp_path):
+    target = tmp_path / dataset.path.parent.name / dataset.path.name
+    shutil.copytree(dataset.path, target)
+    return target
+
+
+def test_manifest_records_what_a_user_needs(tiny_dataset):
+    m = tiny_dataset.manifest
+    assert (m["format"], m["family"], m["protocol"], m["seed"]) == (
+        "focalpp-dataset/1",
+        "sparse_point_robot",
+        "checkpoints",
+        0,
+    )
+    assert len(m["tasks"]) == 100 and "goal" in m["tasks"][0]
+    assert (len(m["split"]["train"]), len(m["split"]["test"])) == (80, 20)
+    assert set(m["qualities"]) == {"random", "medium", "expert", "mixed"}
+    expert = m["qualities"]["expert"]
+    assert expert["per_task_counts"] == [40] * 100  # 2 episodes × 20 steps
+    assert expert["files"]["obs"]["shape"] == [100, 40, 2]
+    assert expert["files"]["obs"]["dtype"] == "float32"
+    assert expert["files"]["terminated"]["dtype"] == "bool"
+    assert len(expert["files"]["obs"]["sha256"]) == 64
+    assert expert["sources"][0]["checkpoint_steps"] == [60]
+    assert m["qualities"]["random"]["sources"][0]["checkpoint_steps"] == [0]
+    assert m["qualities"]["mixed"]["sources"][0]["checkpoint_steps"] == [0, 30, 60]
+    assert m["settings"]["env_steps"] == 60
+    assert "collect.py --env sparse_point_robot" in m["rebuild"]
+    assert m["focalpp_version"]
+
+
+def test_quality_arrays_are_consistent(tiny_dataset):
+    q = tiny_dataset.quality("mixed")
+    assert q.transitions.obs.shape == (100, 120, 2) and q.length.tolist() == [120] * 100
+    t = q.transitions
+    np.testing.assert_allclose(
+        t.sparse_reward, np.where(t.reward > -0.2, (t.reward + 0.2) / 0.2, 0), atol=1e-6
+    )
+    assert t.truncated.sum() == 100 * 6  # one time-limit end per episode
+
+
+def test_same_seed_same_checksums(tiny_dataset, tmp_path):
+    again = build_tiny(tmp_path)
+
+    def files(d):
+        return {
+            q: {f: e["sha256"] for f, e in v["files"].items()}
+            for q, v in d.manifest["qualities"].items()
+        }
+
+    assert files(again) == files(tiny_dataset)
+    other = build_tiny(tmp_path, seed=1)
+    assert files(other) != files(tiny_dataset)
+
+
+def test_reuse_and_settings_mismatch(tiny_dataset):
+    root = tiny_dataset.path.parent.parent
+    assert build_tiny(root).path == tiny_dataset.path  # cached: no rebuild
+    with pytest.raises(DatasetError, match="was built with other settings"):
+        build_tiny(root, extra=["checkpoints.episodes = 3"])
+
+
+def test_corrupted_file_names_the_file(tiny_dataset, tmp_path):
+    path = copy_of(tiny_dataset, tmp_path)
+    target = path / "expert" / "reward.npy"
+    data = bytearray(target.read_bytes())
+    data[-5] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with pytest.raises(DatasetError, match=r"expert/reward.npy: checksum mismatch.*rebuild"):
+        load_dataset(path).quality("expert")
+    load_dataset(path).quality("random")  # other qualities are still fine
+
+
+def test_truncated_file(tiny_dataset, tmp_path):
+    path = copy_of(tiny_dataset, tmp_path)
+    target = path / "medium" / "obs.npy"
+    target.write_bytes(target.read_bytes()[:100])
+    with pytest.raises(DatasetError, match=r"medium/obs.npy: checksum mismatch"):
+        load_dataset(path).quality("medium")
+
+
+def rewrite(path, quality, field, array):
+    """Replace an array and its checksum, as a buggy writer would."""
+    np.save(path / quality / f"{field}.npy", array)
+    manifest = json.loads((path / "manifest.json").read_text())
+    entry = manifest["qualities"][quality]["files"][field]
+    entry["sha256"] = store._sha256(path / quality / f"{field}.npy")
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return manifest
+
+
+def test_nan_data(tiny_dataset, tmp_path):
+    path = copy_of(tiny_dataset, tmp_path)
+    obs = np.load(path / "expert" / "next_obs.npy")
+    obs[3, 7, 1] = np.nan
+    rewrite(path, "expert", "next_obs", obs)
+    with pytest.raises(
+        DatasetError, match=r"expert/next_obs.npy: non-finite value .* at index \[3, 7, 1\]"
+    ):
+        load_dataset(path).quality("expert")
+
+
+def test_wrong_shape(tiny_dataset, tmp_path):
+    path = copy_of(tiny_dataset, tmp_path)
+    obs = np.load(path / "expert" / "obs.npy")
+    manifest = rewrite(path, "expert", "obs", obs[:, :10])
+    assert manifest["qualities"]["expert"]["files"]["obs"]["shape"] == [100, 40, 2]
+    with pytest.raises(
+        DatasetError, match=r"expert/obs.npy: shape \[100, 10, 2\].*manifest says \[100, 40, 2\]"
+    ):
+        load_dataset(path).quality("expert")
+
+
+def test_unknown_format_version(tiny_dataset, tmp_path):
+    path = copy_of(tiny_dataset, tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["format"] = "focalpp-dataset/99"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        DatasetError, match=r"unknown dataset format 'focalpp-dataset/99'.*rebuild with"
+    ):
+        load_dataset(path)
+    (path / "manifest.json").write_text("{not json")
+    with pytest.raises(DatasetError, match=r"manifest.json is not valid JSON"):
+        load_dataset(path)
+
+
+def test_missing_quality_or_split(tiny_dataset):
+    with pytest.raises(
+        DatasetError,
+        match=r"no quality 'perfect'; it has \['random', 'medium', 'expert', 'mixed'\]",
+    ):
+        tiny_dataset.quality("perfect")
+    with pytest.raises(DatasetError, match=r"no split 'validation'"):
+        tiny_dataset.split_indices("validation")
+
+
+def test_half_written_directory(tmp_path):
+    half = tmp_path / "sparse_point_robot" / "checkpoints-s0"
+    (half / "expert").mkdir(parents=True)
+    with pytest.raises(
+        DatasetError,
+        match=r"half-written.*collect.py --env sparse_point_robot --protocol checkpoints --seed 0",
+    ):
+        load_dataset(half)
+    with pytest.raises(DatasetError, match="half-written"):
+        ensure_dataset("sparse_point_robot", "checkpoints", 0, root=tmp_path)
+
+
+def test_missing_dataset(tmp_path):
+    with pytest.raises(
+        DatasetError, match=r"no dataset at .*build it with: python tools/collect.py"
+    ):
+        load_dataset(tmp_path / "walker_params" / "replay-s2")
+
+
+def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
+    calls = {"n": 0}
+    real_save = np.save
+
+    def failing_save(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError("disk full")
+        return real_save(*args, **kwargs)
+
+    monkeypatch.setattr(store.np, "save", failing_save)
+    with pytest.raises(OSError, match="disk full"):
+        build_tiny(tmp_path)
+    family_dir = tmp_path / "sparse_point_robot"
+    assert list(family_dir.iterdir()) == []  # no final directory, no temporary one

@@ -1,0 +1,134 @@
+"""Build (or reuse) an offline dataset, or list the cached ones.
+
+    python tools/collect.py --env NAME [--protocol checkpoints|replay|relabeled] [--quality Q]
+        [--seed N] [--out DIR] [--gin_param 'checkpoints.env_steps = 1000' ...] [--debug]
+    python tools/collect.py --list [--out DIR]
+
+Datasets live under --out, else $FOCALPP_DATA, else ~/.cache/focalpp/datasets. A dataset that
+exists is validated and reused; `--quality` loads and checks that quality and prints its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import gin  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
+from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+import components.data.protocols  # noqa: E402  (registers the protocols)
+import components.data.relabel  # noqa: E402
+import components.envs  # noqa: E402, F401  (registers the families)
+from components.data.build import describe, ensure_dataset  # noqa: E402
+from components.data.store import MANIFEST, cache_root, load_dataset  # noqa: E402
+from registry import FocalppError, get, names  # noqa: E402
+from registry.recipes import parse_bindings  # noqa: E402
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--env", help="family name, e.g. sparse_point_robot")
+    p.add_argument("--protocol", default="checkpoints", help="checkpoints, replay or relabeled")
+    p.add_argument("--quality", help="check and summarise this quality")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, help="dataset root (default $FOCALPP_DATA or user cache)")
+    p.add_argument(
+        "--gin_param", action="append", default=[], help="binding, e.g. checkpoints.episodes = 10"
+    )
+    p.add_argument("--list", action="store_true", help="list the cached datasets")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    return p.parse_args(argv)
+
+
+def list_datasets(root: Path) -> None:
+    table = Table(title=f"datasets in {root}", title_justify="left")
+    for column in ("family", "protocol", "seed", "qualities", "transitions", "state"):
+        table.add_column(column)
+    for manifest in sorted(root.glob(f"*/*/{MANIFEST}")):
+        try:
+            ds = load_dataset(manifest.parent)
+            total = sum(sum(q["per_task_counts"]) for q in ds.manifest["qualities"].values())
+            row = [ds.manifest["family"], ds.manifest["protocol"], str(ds.manifest["seed"])]
+            table.add_row(*row, ", ".join(ds.qualities), f"{total:,}", "ok")
+        except FocalppError as e:
+            table.add_row(
+                manifest.parent.parent.name, manifest.parent.name, "", "", "", escape(str(e))
+            )
+    out.print(table)
+
+
+def execute(args: argparse.Namespace) -> int:
+    root = args.out or cache_root()
+    if args.list:
+        list_datasets(root)
+        return 0
+    if not args.env:
+        raise FocalppError("--env is required (or --list); families: " + ", ".join(names("env")))
+    get("env", args.env)  # unknown names fail here, with suggestions
+    get("dataset", args.protocol)
+    gin.clear_config()
+    parse_bindings(args.gin_param, "--gin_param")
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        "{task.completed}/{task.total} steps",
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=out,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"behaviour SAC, all {args.env} tasks", total=None)
+        dataset = ensure_dataset(
+            args.env,
+            args.protocol,
+            args.seed,
+            root=root,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    qualities = [args.quality] if args.quality else dataset.qualities
+    for quality in qualities:
+        dataset.quality(quality)  # validates every array of that quality
+    table = Table(title=str(dataset.path), title_justify="left")
+    for column in ("quality", "tasks", "transitions", "mean return", "mean sparse return"):
+        table.add_column(column, justify="right")
+    for row in describe(dataset):
+        if row["quality"] not in qualities:
+            continue
+        table.add_row(
+            row["quality"],
+            str(row["tasks"]),
+            f"{row['transitions']:,}",
+            f"{row['mean_return']:.2f}" if "mean_return" in row else "-",
+            f"{row['mean_sparse_return']:.2f}" if "mean_sparse_return" in row else "-",
+        )
+    out.print(table)
+    out.print(json.dumps({"dataset": str(dataset.path)}))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return execute(args)
+    except FocalppError as e:
+        if args.debug:
+            raise
+        err.print(f"[bold red]error:[/] {escape(str(e))}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
