@@ -1,8 +1,9 @@
 """Compose a run's configuration from recipe files and bindings, strictly, in a documented order.
 
 Order (later wins): the recipe (with everything it `include`s, base.gin first by convention) →
-the environment column `envs/<env>.gin` → the scale `scales/<scale>.gin` → the run's env, scale
-and seed → `--gin_param` bindings. `include` paths resolve against the recipes directory first,
+the environment column `envs/<env>.gin` → the scale `scales/<scale>.gin` → the scale's
+environment-specific part `scales/<scale>/<env>.gin` (if present) → the run's env, scale and
+seed → `--gin_param` bindings. `include` paths resolve against the recipes directory first,
 then the including recipe's own directory, then the working directory. A recipe's `import` lines
 may name modules next to the recipe or in the recipes directory (both are importable while
 recipes are parsed).
@@ -73,10 +74,7 @@ def compose(
                 f"(one of: {', '.join(columns('envs', recipes_dir))})"
             )
         scale = scale or _query("experiment.scale") or "cpu"
-        for column, value in (("envs", env), ("scales", scale)):
-            path = column_file(column, value, recipes_dir)
-            parse_file(path)
-            sources.append(str(path))
+        sources += parse_columns(env, scale, recipes_dir)
     run_bindings = [f"experiment.env = {env!r}", f"experiment.scale = {scale!r}"]
     if seed is not None:
         run_bindings.append(f"experiment.seed = {int(seed)}")
@@ -90,6 +88,36 @@ def compose(
             "choose them with --env and --scale so their recipe files are included"
         )
     return Composition(recipe_path, tuple(sources), chosen)
+
+
+def parse_columns(env: str, scale: str, recipes_dir: Path) -> list[str]:
+    """Parse envs/<env>.gin, scales/<scale>.gin and, if present, scales/<scale>/<env>.gin.
+
+    The last holds what a scale means for one environment (e.g. paper-scale step counts of a
+    MuJoCo family). Call inside `_search_paths`; returns the files parsed.
+    """
+    paths = [column_file("envs", env, recipes_dir), column_file("scales", scale, recipes_dir)]
+    specific = recipes_dir / "scales" / scale / f"{env}.gin"
+    if specific.is_file():
+        paths.append(specific)
+    for path in paths:
+        parse_file(path)
+    return [str(p) for p in paths]
+
+
+def compose_columns(
+    env: str, scale: str = "cpu", bindings: Sequence[str] = (), recipes_dir: Path | None = None
+) -> list[str]:
+    """Clear gin and parse only an environment column, a scale and bindings (no recipe).
+
+    For tools that build parts without an algorithm (dataset collection).
+    """
+    recipes_dir = Path(recipes_dir or RECIPES_DIR)
+    gin.clear_config()
+    with _search_paths(recipes_dir, recipes_dir):
+        sources = parse_columns(env, scale, recipes_dir)
+    parse_bindings(bindings, "--gin_param")
+    return sources
 
 
 def find_recipe(recipe: str | Path, recipes_dir: Path) -> Path:

@@ -1,11 +1,14 @@
 """Build (or reuse) an offline dataset, or list the cached ones.
 
     python tools/collect.py --env NAME [--protocol checkpoints|replay|relabeled] [--quality Q]
-        [--seed N] [--out DIR] [--gin_param 'checkpoints.env_steps = 1000' ...] [--debug]
+        [--seed N] [--scale cpu|paper] [--out DIR] [--gin_param 'checkpoints.env_steps = 1000']
     python tools/collect.py --list [--out DIR]
 
-Datasets live under --out, else $FOCALPP_DATA, else ~/.cache/focalpp/datasets. A dataset that
-exists is validated and reused; `--quality` loads and checks that quality and prints its figures.
+Collection settings come from the same files as a run's: recipes/envs/<env>.gin, then
+recipes/scales/<scale>.gin (and scales/<scale>/<env>.gin), then --gin_param, so a run and
+this tool build the same dataset. Datasets live under --out, else $FOCALPP_DATA, else
+~/.cache/focalpp/datasets. A dataset that exists is validated and reused; `--quality` loads
+and checks only that quality.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import gin  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn  # noqa: E402
@@ -32,7 +34,7 @@ import components.envs  # noqa: E402, F401  (registers the families)
 from components.data.build import describe, ensure_dataset  # noqa: E402
 from components.data.store import MANIFEST, cache_root, load_dataset  # noqa: E402
 from registry import FocalppError, get, names  # noqa: E402
-from registry.recipes import parse_bindings  # noqa: E402
+from registry.recipes import compose_columns  # noqa: E402
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -44,6 +46,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--protocol", default="checkpoints", help="checkpoints, replay or relabeled")
     p.add_argument("--quality", help="check and summarise this quality")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scale", default="cpu", help="recipes/scales/<NAME>.gin (default cpu)")
     p.add_argument("--out", type=Path, help="dataset root (default $FOCALPP_DATA or user cache)")
     p.add_argument(
         "--gin_param", action="append", default=[], help="binding, e.g. checkpoints.episodes = 10"
@@ -79,8 +82,7 @@ def execute(args: argparse.Namespace) -> int:
         raise FocalppError("--env is required (or --list); families: " + ", ".join(names("env")))
     get("env", args.env)  # unknown names fail here, with suggestions
     get("dataset", args.protocol)
-    gin.clear_config()
-    parse_bindings(args.gin_param, "--gin_param")
+    compose_columns(args.env, args.scale, args.gin_param)
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),

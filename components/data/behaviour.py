@@ -83,8 +83,8 @@ def train_behaviour(
     env_steps: int,
     start_steps: int,
     batch_size: int,
-    checkpoint_steps: Sequence[int],
-    on_checkpoint: Callable[[int], None],
+    checkpoint_steps: Sequence[int] = (),
+    on_checkpoint: Callable[[int], None] | None = None,
     seed: int,
     progress: Progress | None = None,
 ) -> TaskReplay:
@@ -103,7 +103,9 @@ def train_behaviour(
     pending = sorted(set(checkpoint_steps))
     for step in range(env_steps + 1):
         while pending and pending[0] == step:
-            on_checkpoint(pending.pop(0))
+            step_at = pending.pop(0)
+            if on_checkpoint is not None:
+                on_checkpoint(step_at)
         if step == env_steps:
             break
         obs = env.current

@@ -35,13 +35,27 @@ class Collected:
     settings: dict[str, Any]
 
 
+@register("agent", "behaviour_sac")
 @dataclass(frozen=True)
 class BehaviourSettings:
-    """Behaviour-SAC training shared by the protocols (all counts are per task)."""
+    """Behaviour-SAC training shared by the collection protocols (counts are per task).
 
-    env_steps: int = 4_000  # environment steps = gradient steps
-    start_steps: int = 200  # uniform random actions first
-    batch_size: int = 64  # transitions per task per gradient step
+    Defaults suit the point robots; recipes/envs/<family>.gin sets the MuJoCo families'.
+
+    Args:
+        env_steps: environment steps per task; one gradient step follows each.
+        start_steps: uniform random actions before the policy acts.
+        batch_size: transitions per task per gradient step.
+        hidden: hidden sizes of actor and critics.
+        lr: Adam learning rate.
+        discount: γ.
+        target_entropy: SAC's entropy target (None: −action dim); low gives precise experts.
+        reward_scale: multiplies rewards in the critic target.
+    """
+
+    env_steps: int = 4_000
+    start_steps: int = 200
+    batch_size: int = 64
     hidden: tuple[int, ...] = (32, 32)
     lr: float = 3e-3
     discount: float = 0.9
@@ -58,6 +72,19 @@ class BehaviourSettings:
             discount=self.discount,
             target_entropy=self.target_entropy,
             reward_scale=self.reward_scale,
+        )
+
+    def train(self, family: EnvFamily, agent: TaskBatchedSAC, tasks, seed: int, **kwargs):
+        """`train_behaviour` with this schedule (kwargs: checkpoints and progress)."""
+        return train_behaviour(
+            family,
+            tasks,
+            agent,
+            env_steps=self.env_steps,
+            start_steps=self.start_steps,
+            batch_size=self.batch_size,
+            seed=seed,
+            **kwargs,
         )
 
 
@@ -83,8 +110,7 @@ def pack(parts: list[tuple[Transitions, np.ndarray]]) -> QualityData:
 
 
 class _Protocol:
-    def __init__(self, **settings: Any):
-        self.behaviour = BehaviourSettings(**settings)
+    behaviour: BehaviourSettings
 
     def settings(self) -> dict[str, Any]:
         return {"protocol": type(self).__name__, **asdict(self.behaviour), **self.extra_settings()}
@@ -98,14 +124,7 @@ class CheckpointRollouts(_Protocol):
     """Stochastic rollouts at checkpoints of per-task behaviour SAC; qualities by checkpoint.
 
     Args:
-        env_steps: SAC environment (= gradient) steps per task.
-        start_steps: initial uniform random steps.
-        batch_size: SAC batch per task.
-        hidden: SAC network hidden sizes.
-        lr: SAC learning rate.
-        discount: SAC discount.
-        target_entropy: SAC target entropy (low: precise experts).
-        reward_scale: SAC reward scale.
+        behaviour: behaviour-SAC settings (default: `behaviour_sac` as bound in gin).
         checkpoints: number of evenly spaced checkpoints, the untrained policy and the last
             included.
         episodes: stochastic episodes saved per checkpoint and task (the reference saved 50).
@@ -114,27 +133,11 @@ class CheckpointRollouts(_Protocol):
     def __init__(
         self,
         *,
-        env_steps: int = 4_000,
-        start_steps: int = 200,
-        batch_size: int = 64,
-        hidden: tuple[int, ...] = (32, 32),
-        lr: float = 3e-3,
-        discount: float = 0.9,
-        target_entropy: float | None = -6.0,
-        reward_scale: float = 1.0,
+        behaviour: BehaviourSettings | None = None,
         checkpoints: int = 11,
         episodes: int = 50,
     ):
-        super().__init__(
-            env_steps=env_steps,
-            start_steps=start_steps,
-            batch_size=batch_size,
-            hidden=hidden,
-            lr=lr,
-            discount=discount,
-            target_entropy=target_entropy,
-            reward_scale=reward_scale,
-        )
+        self.behaviour = behaviour if behaviour is not None else BehaviourSettings()
         if checkpoints < 3:
             raise DatasetError(
                 f"checkpoints must be at least 3 (random, medium, expert), got {checkpoints}"
@@ -155,16 +158,13 @@ class CheckpointRollouts(_Protocol):
         def on_checkpoint(step: int) -> None:
             saved[step] = rollout(family, rollout_env, agent, self.episodes, seed=seed + step)
 
-        train_behaviour(
+        self.behaviour.train(
             family,
-            tasks,
             agent,
-            env_steps=self.behaviour.env_steps,
-            start_steps=self.behaviour.start_steps,
-            batch_size=self.behaviour.batch_size,
+            tasks,
+            seed,
             checkpoint_steps=steps.tolist(),
             on_checkpoint=on_checkpoint,
-            seed=seed,
             progress=progress,
         )
         rollout_env.close()
@@ -211,58 +211,21 @@ class ReplayBufferDump(_Protocol):
     """Each task's whole behaviour-SAC replay buffer (quality `replay`), as CORRO and UNICORN.
 
     Args:
-        env_steps: SAC environment (= gradient) steps per task; the buffer keeps all of them.
-        start_steps: initial uniform random steps.
-        batch_size: SAC batch per task.
-        hidden: SAC network hidden sizes.
-        lr: SAC learning rate.
-        discount: SAC discount.
-        target_entropy: SAC target entropy.
-        reward_scale: SAC reward scale.
+        behaviour: behaviour-SAC settings (default: `behaviour_sac` as bound in gin).
     """
 
-    def __init__(
-        self,
-        *,
-        env_steps: int = 4_000,
-        start_steps: int = 200,
-        batch_size: int = 64,
-        hidden: tuple[int, ...] = (32, 32),
-        lr: float = 3e-3,
-        discount: float = 0.9,
-        target_entropy: float | None = -6.0,
-        reward_scale: float = 1.0,
-    ):
-        super().__init__(
-            env_steps=env_steps,
-            start_steps=start_steps,
-            batch_size=batch_size,
-            hidden=hidden,
-            lr=lr,
-            discount=discount,
-            target_entropy=target_entropy,
-            reward_scale=reward_scale,
-        )
+    def __init__(self, *, behaviour: BehaviourSettings | None = None):
+        self.behaviour = behaviour if behaviour is not None else BehaviourSettings()
 
     def build(self, family: EnvFamily, *, seed: int, progress: Progress | None = None) -> Collected:
         torch.manual_seed(seed)
         tasks = family.all_tasks()
         agent = self.behaviour.agent(family, len(tasks))
-        replay = train_behaviour(
-            family,
-            tasks,
-            agent,
-            env_steps=self.behaviour.env_steps,
-            start_steps=self.behaviour.start_steps,
-            batch_size=self.behaviour.batch_size,
-            checkpoint_steps=[],
-            on_checkpoint=lambda step: None,
-            seed=seed,
-            progress=progress,
+        replay = self.behaviour.train(
+            family, agent, tasks, seed, checkpoint_steps=[], on_checkpoint=None, progress=progress
         )
         content = replay.contents().map(lambda x: x.numpy())
-        alive = np.ones(content.reward.shape, dtype=bool)
-        data = pack([(content, alive)])
+        data = pack([(content, np.ones(content.reward.shape, dtype=bool))])
         sources = [
             {"env_steps": self.behaviour.env_steps, "mean_reward_per_step": float(r)}
             for r in data.transitions.reward.mean(1)

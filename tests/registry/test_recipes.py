@@ -26,10 +26,13 @@ def test_includes_and_overrides_compose_in_documented_order(toy_recipes):
     assert gin.query_parameter("toy_algorithm.tag") == "row"  # row beats base
     compose("toy_row.gin", env="other_env", recipes_dir=toy_recipes)
     assert gin.query_parameter("toy_algorithm.tag") == "other_env"  # env column beats row
-    comp = compose("toy_row.gin", env="other_env", scale="big", recipes_dir=toy_recipes)
+    comp = compose("toy_row.gin", env="toy_env", scale="big", recipes_dir=toy_recipes)
     assert gin.query_parameter("toy_linear.shift") == 30.0  # scale beats env column
+    comp = compose("toy_row.gin", env="other_env", scale="big", recipes_dir=toy_recipes)
+    assert gin.query_parameter("toy_linear.shift") == 40.0  # scale's env-specific part is last
     assert comp.sources[1].endswith("envs/other_env.gin")
     assert comp.sources[2].endswith("scales/big.gin")
+    assert comp.sources[3].endswith("scales/big/other_env.gin")
     comp = compose(
         "toy_row.gin",
         scale="big",

@@ -20,7 +20,7 @@ def collect(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_build_list_and_reuse(tmp_path):
-    params = [a for b in TINY if b.startswith("replay.") for a in ("--gin_param", b)]
+    params = [a for b in TINY if b.startswith("behaviour_sac.") for a in ("--gin_param", b)]
     r = collect(
         "--env", "point_robot_wind", "--protocol", "replay", "--out", str(tmp_path), *params
     )

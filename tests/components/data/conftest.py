@@ -9,14 +9,11 @@ import components.envs  # noqa: F401
 from components.data.build import ensure_dataset
 
 TINY = [  # a few seconds: 100 point-robot tasks, 60 SAC steps, 3 checkpoints of 2 episodes
-    "checkpoints.env_steps = 60",
-    "checkpoints.start_steps = 20",
-    "checkpoints.batch_size = 16",
+    "behaviour_sac.env_steps = 60",
+    "behaviour_sac.start_steps = 20",
+    "behaviour_sac.batch_size = 16",
     "checkpoints.checkpoints = 3",
     "checkpoints.episodes = 2",
-    "replay.env_steps = 60",
-    "replay.start_steps = 20",
-    "replay.batch_size = 16",
 ]
 
 

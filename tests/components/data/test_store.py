@@ -73,7 +73,7 @@ def test_reuse_and_settings_mismatch(tiny_dataset):
     root = tiny_dataset.path.parent.parent
     assert build_tiny(root).path == tiny_dataset.path  # cached: no rebuild
     with pytest.raises(DatasetError, match="was built with other settings"):
-        build_tiny(root, extra=["checkpoints.episodes = 3"])
+        build_tiny(root, extra=["behaviour_sac.lr = 0.01"])
 
 
 def test_corrupted_file_names_the_file(tiny_dataset, tmp_path):
