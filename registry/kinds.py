@@ -13,7 +13,7 @@ KINDS: dict[str, str] = {
     "objective": "task-representation loss: forward(named batch) -> dict of loss_* and diagnostics",
     "network": "torch.nn.Module building block (MLP, policy, critic) with explicit in/out sizes",
     "rl_loss": "actor-critic loss: forward(named batch) -> dict of loss_* and diagnostics",
-    "agent": "K behaviour learners: act(obs [K, N, F]) -> [K, N, A], update(batch); or their settings",
+    "agent": "K behaviour learners: act(obs [K, N, F]) -> [K, N, A], update(batch), or settings",
     "env": "meta-environment family: gymnasium env factory plus its task distribution",
     "dataset": "builds or loads offline per-task datasets stored as [n_tasks, N, F] arrays",
     "sampler": "draws meta-batches [T, B, F] of named fields from tensor-resident datasets",

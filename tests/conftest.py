@@ -14,6 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(TOY_RECIPES))  # so tests can `import toy_components` as the recipes do
 
+from components.runtime import tune_allocator  # noqa: E402
+
+tune_allocator()  # as the tools do
+
 
 @pytest.fixture(autouse=True)
 def _clean_gin():

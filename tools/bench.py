@@ -3,6 +3,9 @@
     python tools/bench.py [--sections env ...] [--quick] [--json FILE]
 
 Sections:
+  collect  all Sparse-Point-Robot behaviour policies trained and their rollouts saved, from a
+           clean store, against a few tasks trained one after another (extrapolated to all);
+           dataset quality (mean returns of random / medium / expert)
   env   transitions per second per family: one gymnasium environment, and all test tasks
         batched (point robots: one numpy array op; MuJoCo: gymnasium vector envs, in-process
         "sync" and subprocess "async")
@@ -17,6 +20,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,15 +29,21 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import gin  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import components.envs  # noqa: E402, F401  (registers the families)
+from components.data.behaviour import rollout  # noqa: E402
+from components.data.build import describe, ensure_dataset  # noqa: E402
+from components.data.protocols import CheckpointRollouts  # noqa: E402
 from components.envs.point_robot import PointRobotFamily  # noqa: E402
 from components.reporting.run_dir import atomic_write_text  # noqa: E402
+from components.runtime import tune_allocator  # noqa: E402
 from registry import get, names  # noqa: E402
+from registry.recipes import compose_columns  # noqa: E402
 
 console = Console(highlight=False)
 
@@ -114,7 +124,69 @@ def bench_env(quick: bool) -> list[dict]:
     return rows
 
 
-SECTIONS: dict[str, Callable[[bool], list[dict]]] = {"env": bench_env}
+def sequential_task_seconds(family, task, protocol: CheckpointRollouts, seed: int) -> float:
+    """Seconds to train one task's behaviour SAC alone, with its checkpoint rollouts."""
+    torch.manual_seed(seed)
+    behaviour = protocol.behaviour
+    agent = behaviour.agent(family, 1)
+    env = family.make_batched([task] * protocol.episodes)
+    steps = np.linspace(0, behaviour.env_steps, protocol.checkpoints).round().astype(int).tolist()
+    start = time.perf_counter()
+    behaviour.train(
+        family,
+        agent,
+        [task],
+        seed,
+        checkpoint_steps=steps,
+        on_checkpoint=lambda step: rollout(family, env, agent, protocol.episodes, seed=step),
+    )
+    return time.perf_counter() - start
+
+
+def bench_collect(quick: bool) -> list[dict]:
+    """Batched collection of every Sparse-Point-Robot task vs tasks trained one by one."""
+    family_name, n_sequential = "sparse_point_robot", 2
+    bindings = ["behaviour_sac.env_steps = 60", "checkpoints.episodes = 2"] if quick else []
+    compose_columns(family_name, "cpu", bindings)
+    with tempfile.TemporaryDirectory() as root:
+        start = time.perf_counter()
+        dataset = ensure_dataset(family_name, "checkpoints", 0, root=Path(root))
+        batched = time.perf_counter() - start
+        qualities = {row["quality"]: row for row in describe(dataset)}
+    family = get("env", family_name)(seed=0)
+    protocol = get("dataset", "checkpoints")()
+    tasks = family.all_tasks()
+    per_task = [sequential_task_seconds(family, t, protocol, 0) for t in tasks[:n_sequential]]
+    sequential = float(np.mean(per_task)) * len(tasks)
+    row = {
+        "family": family_name,
+        "tasks": len(tasks),
+        "env_steps_per_task": protocol.behaviour.env_steps,
+        "batched_seconds": batched,
+        "sequential_seconds_measured": per_task,
+        "sequential_seconds_extrapolated": sequential,
+        "speedup": sequential / batched,
+        **{f"{q}_mean_sparse_return": qualities[q]["mean_sparse_return"] for q in qualities},
+        **{f"{q}_mean_return": qualities[q]["mean_return"] for q in qualities},
+    }
+    table = Table(title="collect: all behaviour policies of one family", title_justify="left")
+    for column in ("what", "value"):
+        table.add_column(column)
+    table.add_row("tasks × SAC steps", f"{len(tasks)} × {protocol.behaviour.env_steps:,}")
+    table.add_row("batched: train + rollouts + save", f"{batched:.1f} s")
+    table.add_row(f"one by one ({n_sequential} measured, × {len(tasks)})", f"{sequential:.0f} s")
+    table.add_row("speed-up", f"{row['speedup']:.1f}×")
+    for q in ("random", "medium", "expert", "mixed"):
+        table.add_row(
+            f"{q}: mean sparse / dense return",
+            f"{qualities[q]['mean_sparse_return']:.2f} / {qualities[q]['mean_return']:.2f}",
+        )
+    console.print(table)
+    gin.clear_config()
+    return [row]
+
+
+SECTIONS: dict[str, Callable[[bool], list[dict]]] = {"env": bench_env, "collect": bench_collect}
 
 
 def machine() -> dict:
@@ -128,6 +200,7 @@ def machine() -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tune_allocator()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sections", nargs="+", choices=sorted(SECTIONS), default=sorted(SECTIONS))
     p.add_argument("--quick", action="store_true", help="smoke-test sizes; figures mean nothing")

@@ -33,6 +33,7 @@ import components.data.relabel  # noqa: E402
 import components.envs  # noqa: E402, F401  (registers the families)
 from components.data.build import describe, ensure_dataset  # noqa: E402
 from components.data.store import MANIFEST, cache_root, load_dataset  # noqa: E402
+from components.runtime import tune_allocator  # noqa: E402
 from registry import FocalppError, get, names  # noqa: E402
 from registry.recipes import compose_columns  # noqa: E402
 
@@ -122,6 +123,7 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tune_allocator()
     args = parse_args(argv)
     try:
         return execute(args)

@@ -29,6 +29,7 @@ from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir  # noqa: E402
+from components.runtime import tune_allocator  # noqa: E402
 from registry import Composition, FocalppError, RunContext, compose, operative_config  # noqa: E402
 from registry.recipes import build  # noqa: E402
 
@@ -109,6 +110,7 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tune_allocator()
     args = parse_args(argv)
     try:
         return execute(args)

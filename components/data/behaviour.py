@@ -87,11 +87,13 @@ def train_behaviour(
     on_checkpoint: Callable[[int], None] | None = None,
     seed: int,
     progress: Progress | None = None,
+    lr_at: Callable[[int], float] | None = None,
 ) -> TaskReplay:
     """Train `agent` (K = len(tasks)) for `env_steps` steps per task; return the replay buffer.
 
     `on_checkpoint(step)` is called before the step-th environment step for every step in
-    `checkpoint_steps` (use `env_steps` for the final policy).
+    `checkpoint_steps` (use `env_steps` for the final policy). `lr_at(step)`, if given, sets the
+    learning rate before each gradient step.
     """
     k = len(tasks)
     env = family.make_batched(tasks, autoreset=True)
@@ -119,6 +121,8 @@ def train_behaviour(
             Transitions(obs, action, s.reward, s.sparse_reward, s.obs, s.terminated, s.truncated)
         )
         if step + 1 >= start_steps:
+            if lr_at is not None:
+                agent.set_learning_rate(lr_at(step))
             agent.update(replay.sample(batch_size))
         if progress is not None:
             progress(step + 1, env_steps)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from components.data.behaviour import Progress
 from components.data.store import (
-    MANIFEST,
     Dataset,
     DatasetError,
     cache_root,
@@ -89,6 +88,3 @@ def describe(dataset: Dataset) -> list[dict]:
             row["mean_return"] = sum(dense) / len(dense)
         rows.append(row)
     return rows
-
-
-__all__ = ["MANIFEST", "describe", "ensure_dataset"]

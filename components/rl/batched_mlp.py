@@ -59,5 +59,5 @@ class BatchedMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers[:-1]:
-            x = torch.relu(layer(x))
+            x = layer(x).relu_()  # in place: baddbmm's backward does not need its output
         return self.layers[-1](x)

@@ -69,9 +69,16 @@ class TaskBatchedSAC(nn.Module):
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.requires_grad_(False)
         self.log_alpha = nn.Parameter(torch.full((n_tasks, 1), math.log(init_temperature)))
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr)
-        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr)
+        # fused: one kernel per parameter instead of a dozen (CPU and CUDA, torch >= 2.4)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=True)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=True)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr, fused=True)
+
+    def set_learning_rate(self, lr: float) -> None:
+        """Set the learning rate of every optimiser (for schedules run by the caller)."""
+        for opt in (self.actor_opt, self.critic_opt, self.alpha_opt):
+            for group in opt.param_groups:
+                group["lr"] = lr
 
     def policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sampled action [K, B, A], its log-probability [K, B], and the mean action [K, B, A]."""
@@ -113,7 +120,9 @@ class TaskBatchedSAC(nn.Module):
 
     def actor_and_alpha_losses(self, batch: Transitions) -> dict[str, torch.Tensor]:
         action, logp, _ = self.policy(batch.obs)
+        self.critic.requires_grad_(False)  # gradients flow through Q to the action only
         q = self.q_values(self.critic, batch.obs, action).min(0).values
+        self.critic.requires_grad_(True)
         alpha = self.log_alpha.exp()
         actor = (alpha.detach() * logp - q).mean(-1).sum()
         alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean(-1).sum()

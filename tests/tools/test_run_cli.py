@@ -131,3 +131,20 @@ def test_missing_required_binding_removes_fresh_run_dir(tmp_path):
     assert r.returncode == 2
     assert "needs a value for 'width'" in r.stderr
     assert not out.exists()
+
+
+def test_run_builds_a_missing_dataset_on_first_use(tmp_path, monkeypatch):
+    from tests.components.data.conftest import TINY
+
+    monkeypatch.setenv("FOCALPP_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("PYTHONPATH", str(TOY_RECIPES))
+    params = [a for b in TINY for a in ("--gin_param", b)]
+    args = ["--recipe", str(DATA / "toy_dataset_row.gin"), *params]
+    first = run_cli(*args, "--out", str(tmp_path / "run1"), recipes=ROOT / "recipes")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip().splitlines()[-1] == "expert transitions: 4000"  # 100 tasks × 2 × 20
+    manifest = tmp_path / "data" / "sparse_point_robot" / "checkpoints-s0" / "manifest.json"
+    built = manifest.stat().st_mtime_ns
+    second = run_cli(*args, "--out", str(tmp_path / "run2"), recipes=ROOT / "recipes")
+    assert second.returncode == 0, second.stderr
+    assert manifest.stat().st_mtime_ns == built  # reused, not rebuilt

@@ -185,3 +185,23 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
         build_tiny(tmp_path)
     family_dir = tmp_path / "sparse_point_robot"
     assert list(family_dir.iterdir()) == []  # no final directory, no temporary one
+
+
+@pytest.mark.parametrize("family", ["sparse_ant_fwd_back", "walker_params"])
+def test_mujoco_collection_end_to_end(family, tmp_path):
+    episodes = 2 if family == "sparse_ant_fwd_back" else 1  # walker: 50 tasks, keep it short
+    extra = ["behaviour_sac.hidden = (16,)", f"checkpoints.episodes = {episodes}"]
+    dataset = build_tiny(tmp_path, family=family, extra=extra)
+    q = dataset.quality("mixed")
+    n_tasks = len(dataset.tasks)
+    assert (
+        q.transitions.obs.shape[0] == n_tasks
+        and q.transitions.obs.shape[2] == dataset.manifest["obs_dim"]
+    )
+    assert (q.length > 0).all() and (q.length <= 3 * episodes * 200).all()
+    real = np.arange(q.transitions.obs.shape[1])[None] < q.length[:, None]
+    ends = (q.transitions.terminated | q.transitions.truncated) & real
+    assert ends.sum() == n_tasks * 3 * episodes  # every saved episode ends exactly once
+    if family == "walker_params":  # random walkers fall: ragged tasks, padded
+        assert q.transitions.terminated[real].any() and q.length.min() < q.length.max()
+    assert not q.transitions.obs[~real].any()  # padding is zeros, never read by samplers

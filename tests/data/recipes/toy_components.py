@@ -38,3 +38,18 @@ class ToyAlgorithm:
         record = {"env": self.run_context.env, "seed": self.run_context.seed, "values": values}
         (self.run_context.run_dir / "result.json").write_text(json.dumps(record))
         return {"total": sum(values), "headline": f"toy total {sum(values):.1f}"}
+
+
+@register("algorithm", "toy_dataset_algorithm")
+class ToyDatasetAlgorithm:
+    """Loads (building on first use) its environment's dataset and reports its size."""
+
+    def __init__(self, *, run: RunContext, protocol: str = "checkpoints", quality: str = "expert"):
+        from components.data.build import ensure_dataset
+
+        self.dataset = ensure_dataset(run.env, protocol, seed=0)
+        self.quality = quality
+
+    def run(self) -> dict:
+        data = self.dataset.quality(self.quality)
+        return {"headline": f"{self.quality} transitions: {int(data.length.sum())}"}

@@ -1,0 +1,30 @@
+"""Process-wide settings that make CPU training faster without changing any result.
+
+`tune_allocator()` keeps glibc from returning every large freed block to the kernel: PyTorch on
+CPU frees and reallocates megabyte-sized activations every step, and by default each of those
+is a fresh mmap whose pages fault in again. Raising the mmap and trim thresholds keeps them in
+the heap (measured: about 20% faster behaviour-SAC updates here, docs/DATASETS.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
+MMAP_THRESHOLD_MAX = 32 * 1024 * 1024  # glibc's ceiling for M_MMAP_THRESHOLD on 64-bit
+
+
+def tune_allocator() -> bool:
+    """Raise glibc's mmap/trim thresholds; returns False where there is no glibc (no effect)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # musl, macOS, Windows: nothing to tune
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(
+        mallopt(M_TRIM_THRESHOLD, 16 * MMAP_THRESHOLD_MAX)
+    )
