@@ -6,8 +6,9 @@
   expert), expert (the final policy) and mixed (every checkpoint).
 - `replay` (the CORRO / UNICORN protocol): each task's whole SAC replay buffer, quality `replay`.
 
-Both train all tasks' behaviour policies at once (components.data.behaviour). Returns used to
-rank checkpoints are sparse where the family has a goal radius, dense otherwise.
+Both train all tasks' behaviour policies at once (components.data.behaviour). Checkpoints are
+ranked by sparse return where the family has a goal radius and the expert's sparse return
+exceeds the random policy's, else by dense return.
 """
 
 from __future__ import annotations
@@ -184,17 +185,25 @@ class CheckpointRollouts(_Protocol):
         return self._qualities(family, [saved[s] for s in steps], steps)
 
     def _qualities(self, family: EnvFamily, runs: list[Rollouts], steps: np.ndarray) -> Collected:
-        sparse = family.goal_radius is not None
-        score = np.stack([(r.sparse_returns if sparse else r.returns).mean(1) for r in runs], 1)
-        k = score.shape[0]  # score: [K tasks, C checkpoints]
+        dense = np.stack([r.returns.mean(1) for r in runs], 1)  # [K tasks, C checkpoints]
+        sparse = np.stack([r.sparse_returns.mean(1) for r in runs], 1)
+        # Rank by sparse return where it separates expert from random; else by dense return
+        # (small-scale MuJoCo experts may never reach the goal radius).
+        by_sparse = (family.goal_radius is not None) & (sparse[:, -1] > sparse[:, 0])
+        score = np.where(by_sparse[:, None], sparse, dense)
+        k = score.shape[0]
         halfway = (score[:, :1] + score[:, -1:]) / 2
         medium = np.abs(score[:, 1:-1] - halfway).argmin(1) + 1  # a middle checkpoint per task
         choice = {"random": np.zeros(k, int), "medium": medium, "expert": np.full(k, len(runs) - 1)}
         qualities, sources = {}, {}
+        ranked_by = np.where(by_sparse, "sparse_return", "return")
         for name, chosen in choice.items():
             parts = [self._select(runs, chosen)]
             qualities[name] = pack(parts)
-            sources[name] = [self._source(runs, steps, [c], i) for i, c in enumerate(chosen)]
+            sources[name] = [
+                {**self._source(runs, steps, [c], i), "ranked_by": str(ranked_by[i])}
+                for i, c in enumerate(chosen)
+            ]
         qualities["mixed"] = pack([(r.transitions, r.alive) for r in runs])
         sources["mixed"] = [self._source(runs, steps, range(len(runs)), i) for i in range(k)]
         return Collected(qualities, sources, self.settings())

@@ -205,3 +205,30 @@ def test_mujoco_collection_end_to_end(family, tmp_path):
     if family == "walker_params":  # random walkers fall: ragged tasks, padded
         assert q.transitions.terminated[real].any() and q.length.min() < q.length.max()
     assert not q.transitions.obs[~real].any()  # padding is zeros, never read by samplers
+
+
+def test_medium_is_halfway_by_sparse_return_else_dense():
+    from components.data.behaviour import Rollouts
+    from components.data.protocols import CheckpointRollouts
+    from components.data.transitions import Transitions
+    from registry import get
+
+    family = get("env", "sparse_cheetah_fwd_back")()  # goal radius 6
+
+    def run(dense, sparse):  # K = 2 tasks, 1 episode of 2 steps each
+        z = np.zeros((2, 2))
+        t = Transitions(z[..., None], z[..., None], z, z, z[..., None], z > 0, z > 0)
+        return Rollouts(
+            t, np.ones((2, 2), bool), np.array(dense)[:, None], np.array(sparse)[:, None]
+        )
+
+    runs = [  # task 0: sparse separates (0 → 10, halfway 5); task 1: sparse all zero
+        run([-50, -50], [0, 0]),
+        run([0, 20], [4, 0]),
+        run([10, -10], [9, 0]),
+        run([100, 80], [10, 0]),
+    ]
+    collected = CheckpointRollouts(checkpoints=4, episodes=1)._qualities(family, runs, np.arange(4))
+    medium = collected.sources["medium"]
+    assert medium[0]["checkpoint_steps"] == [1] and medium[0]["ranked_by"] == "sparse_return"
+    assert medium[1]["checkpoint_steps"] == [1] and medium[1]["ranked_by"] == "return"  # 20 ≈ 15
