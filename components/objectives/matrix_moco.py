@@ -1,0 +1,49 @@
+"""Matrix-form momentum contrast over task means (FOCAL++ paper, Eq. matrix-formMC).
+
+L = −Tr(M), M_ij = log softmax_j(z_i^q · z_j^k / τ): T InfoNCE terms, one per task of the
+meta-batch, whose positive is the same task's key mean and whose negatives are the other tasks'.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from components.objectives.embeddings import TaskEmbeddings
+from registry import RecipeError, register
+
+
+@register("objective", "matrix_moco")
+class MatrixMoCo(nn.Module):
+    """−Σ_i log softmax_j(q_i·k_j/τ) at j = i over task means q, k [T, Z].
+
+    A task that repeats in the meta-batch would be its own negative: those logits are masked
+    out (the positive itself is kept), so the loss is safe with sampling with replacement.
+
+    Args:
+        temperature: τ (paper: 0.5).
+        reduction: "sum" over the T terms as the paper writes it, or "mean".
+    """
+
+    def __init__(self, *, temperature: float = 0.5, reduction: str = "sum"):
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"matrix_moco.temperature must be positive, got {temperature}")
+        if reduction not in ("sum", "mean"):
+            raise ValueError(f"matrix_moco.reduction must be 'sum' or 'mean', got {reduction!r}")
+        self.temperature, self.reduction = temperature, reduction
+
+    def forward(self, emb: TaskEmbeddings) -> dict[str, torch.Tensor]:
+        if emb.key_mean is None:
+            raise RecipeError(
+                "objective matrix_moco needs key vectors, but the encoder setup has no key "
+                "encoder: give the algorithm a momentum (EMA) key encoder"
+            )
+        logits = emb.query_mean @ emb.key_mean.T / self.temperature  # [T, T]
+        same = emb.same_task()
+        false_negative = same & ~torch.eye(len(same), dtype=torch.bool, device=same.device)
+        logits = logits.masked_fill(false_negative, float("-inf"))
+        log_prob = torch.log_softmax(logits, dim=1).diagonal()  # M_ii
+        loss = -log_prob.sum() if self.reduction == "sum" else -log_prob.mean()
+        accuracy = (logits.argmax(1) == torch.arange(len(logits), device=logits.device)).float()
+        return {"loss_contrastive": loss, "contrastive_accuracy": accuracy.mean().detach()}
