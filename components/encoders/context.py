@@ -1,0 +1,77 @@
+"""Context encoders: a per-transition encoder with an optional batch gate, and the parallel sum.
+
+FOCAL = `context_encoder` with `mlp_encoder`; batch-wise = the same with `batch_gate`; seq-wise
+= `context_encoder` with `sequence_attention`; FOCAL++ = `parallel_encoder` of a gated MLP
+branch and a sequence-attention branch, added (FOCAL++ §3.2, "connect them in parallel").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+
+from components.encoders.encoded import Encoded, weighted_mean
+from components.encoders.mlp import MLPEncoder
+from registry import register
+
+
+@register("encoder", "context_encoder")
+class ContextEncoder(nn.Module):
+    """Context [T, B, F] -> Encoded: per-transition embeddings, batch weights, task vector.
+
+    Args:
+        sizes: component sizes of a transition (set by the algorithm).
+        latent_dim: Z (set by the algorithm).
+        transition: per-transition encoder class (gin: `@mlp_encoder`, `@sequence_attention`).
+        gate: batch attention class (gin: `@batch_gate`), or None for the plain mean.
+    """
+
+    def __init__(
+        self,
+        *,
+        sizes: Sequence[int],
+        latent_dim: int,
+        transition: Callable[..., nn.Module] = MLPEncoder,
+        gate: Callable[..., nn.Module] | None = None,
+    ):
+        super().__init__()
+        self.transition = transition(sizes=sizes, latent_dim=latent_dim)
+        self.gate = gate(latent_dim=latent_dim) if gate is not None else None
+
+    def forward(self, context: torch.Tensor) -> Encoded:
+        e = self.transition(context)  # [T, B, Z]
+        w = self.gate(e) if self.gate is not None else torch.ones(e.shape[:2], device=e.device)
+        return Encoded(e, w, weighted_mean(e, w))
+
+
+@register("encoder", "parallel_encoder")
+class ParallelEncoder(nn.Module):
+    """Several context encoders side by side; embeddings and task vectors are added.
+
+    The reported weights are the first gated branch's (for the attention analyses).
+
+    Args:
+        sizes: component sizes of a transition (set by the algorithm).
+        latent_dim: Z (set by the algorithm).
+        branches: context-encoder factories (gin: a list of scoped `@context_encoder`s).
+    """
+
+    def __init__(
+        self, *, sizes: Sequence[int], latent_dim: int, branches: Sequence[Callable[..., nn.Module]]
+    ):
+        super().__init__()
+        if len(branches) < 2:
+            raise ValueError(f"parallel_encoder needs at least two branches, got {len(branches)}")
+        self.branches = nn.ModuleList(b(sizes=sizes, latent_dim=latent_dim) for b in branches)
+
+    def forward(self, context: torch.Tensor) -> Encoded:
+        parts = [branch(context) for branch in self.branches]
+        gated = [p for b, p in zip(self.branches, parts, strict=True) if getattr(b, "gate", None)]
+        weights = gated[0].weights if gated else parts[0].weights
+        return Encoded(
+            per_transition=torch.stack([p.per_transition for p in parts]).sum(0),
+            weights=weights,
+            mean=torch.stack([p.mean for p in parts]).sum(0),
+        )

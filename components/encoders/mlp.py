@@ -1,0 +1,36 @@
+"""FOCAL's transition encoder: an MLP applied to each transition on its own (SPEC §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from registry import register
+
+
+@register("encoder", "mlp_encoder")
+class MLPEncoder(nn.Module):
+    """Each transition [T, B, F] -> embedding [T, B, Z] by a ReLU MLP with a tanh output.
+
+    Args:
+        sizes: component sizes of a transition, e.g. (obs, act, obs, 1); F = their sum (set by
+            the algorithm).
+        latent_dim: Z.
+        hidden: hidden layer sizes (FOCAL: 3 × 200).
+    """
+
+    def __init__(
+        self, *, sizes: Sequence[int], latent_dim: int, hidden: Sequence[int] = (200, 200, 200)
+    ):
+        super().__init__()
+        input_dim = sum(sizes)
+        layers: list[nn.Module] = []
+        for size in hidden:
+            layers += [nn.Linear(input_dim, size), nn.ReLU()]
+            input_dim = size
+        self.net = nn.Sequential(*layers, nn.Linear(input_dim, latent_dim), nn.Tanh())
+
+    def forward(self, context: torch.Tensor) -> torch.Tensor:
+        return self.net(context)

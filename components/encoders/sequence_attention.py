@@ -1,0 +1,61 @@
+"""Sequence-wise self-attention: a transformer along the elements of ONE transition (FOCAL++ §3.2).
+
+The tokens of a transition (its numbers, or its s, a, s′, r) attend to each other, so the encoder
+can model correlations inside (s, a, s′, r) that a per-transition MLP mixes only linearly. Each
+transition is a sequence of L ≥ 2 tokens, never a single token (SPEC §4: a one-token sequence
+would make attention a linear map).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from einops import rearrange
+from torch import nn
+
+from components.encoders.tokenizers import ComponentTokenizer
+from registry import register
+
+
+@register("encoder", "sequence_attention")
+class SequenceAttentionEncoder(nn.Module):
+    """Transitions [T, B, F] -> tokens [T·B, L, D] -> transformer -> mean over L -> [T, B, Z].
+
+    Args:
+        sizes: component sizes of a transition, e.g. (obs, act, obs, 1) (set by the algorithm).
+        latent_dim: Z.
+        tokenizer: a tokenizer class (gin: `@scalar_tokens` or `@component_tokens`).
+        d_model: token width (paper: 128).
+        heads: attention heads (paper: 8).
+        blocks: transformer blocks (paper: 3).
+        dropout: dropout in the blocks (paper: 0.1).
+    """
+
+    def __init__(
+        self,
+        *,
+        sizes: Sequence[int],
+        latent_dim: int,
+        tokenizer: Callable[..., nn.Module] = ComponentTokenizer,
+        d_model: int = 128,
+        heads: int = 8,
+        blocks: int = 3,
+        dropout: float = 0.1,
+    ):
+        super().__init__()
+        self.tokenizer = tokenizer(sizes=sizes, d_model=d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, heads, dim_feedforward=2 * d_model, dropout=dropout, batch_first=True
+        )
+        self.blocks = nn.TransformerEncoder(layer, blocks, enable_nested_tensor=False)
+        self.head = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, latent_dim), nn.Tanh())
+
+    def tokens(self, context: torch.Tensor) -> torch.Tensor:
+        """Per-token outputs [T, B, L, D] (for analysis and tests)."""
+        t = context.shape[0]
+        x = rearrange(self.tokenizer(context), "t b l d -> (t b) l d")
+        return rearrange(self.blocks(x), "(t b) l d -> t b l d", t=t)
+
+    def forward(self, context: torch.Tensor) -> torch.Tensor:
+        return self.head(self.tokens(context).mean(-2))  # [T, B, Z]

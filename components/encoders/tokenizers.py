@@ -1,0 +1,54 @@
+"""Turn a transition vector into a sequence of tokens for the sequence-wise attention.
+
+Both tokenizers map [..., F] to [..., L, D]: `scalar_tokens` makes one token per number
+(L = F), `component_tokens` one per component s, a, s′, r (L = number of components).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from registry import register
+
+
+@register("tokenizer", "scalar_tokens")
+class ScalarTokenizer(nn.Module):
+    """Token i = x_i · w_i + p_i: a learned direction and a learned position per scalar.
+
+    Args:
+        sizes: sizes of the transition's components (only their sum F matters here).
+        d_model: token width D.
+    """
+
+    def __init__(self, *, sizes: Sequence[int], d_model: int = 128):
+        super().__init__()
+        n = sum(sizes)
+        self.direction = nn.Parameter(torch.randn(n, d_model) / d_model**0.5)
+        self.position = nn.Parameter(torch.randn(n, d_model) * 0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.unsqueeze(-1) * self.direction + self.position  # [..., F, D]
+
+
+@register("tokenizer", "component_tokens")
+class ComponentTokenizer(nn.Module):
+    """Token c = Linear_c(component c) + type embedding c, for components (s, a, s′, r).
+
+    Args:
+        sizes: sizes of the components in the order they are concatenated.
+        d_model: token width D.
+    """
+
+    def __init__(self, *, sizes: Sequence[int], d_model: int = 128):
+        super().__init__()
+        self.sizes = list(sizes)
+        self.project = nn.ModuleList(nn.Linear(size, d_model) for size in self.sizes)
+        self.kind = nn.Parameter(torch.randn(len(self.sizes), d_model) * 0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        parts = torch.split(x, self.sizes, dim=-1)
+        tokens = torch.stack([proj(p) for proj, p in zip(self.project, parts, strict=True)], -2)
+        return tokens + self.kind  # [..., L, D]
