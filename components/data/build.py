@@ -82,7 +82,7 @@ def describe(dataset: Dataset) -> list[dict]:
         row = {"quality": name, "tasks": len(counts), "transitions": int(sum(counts))}
         returns = [r for src in entry["sources"] for r in src.get("mean_sparse_return", [])]
         dense = [r for src in entry["sources"] for r in src.get("mean_return", [])]
-        if returns:
+        if returns and dataset.manifest.get("goal_radius") is not None:
             row["mean_sparse_return"] = sum(returns) / len(returns)
         if dense:
             row["mean_return"] = sum(dense) / len(dense)
