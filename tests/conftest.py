@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,3 +31,15 @@ def _clean_gin():
 @pytest.fixture
 def toy_recipes() -> Path:
     return TOY_RECIPES
+
+
+def cli(tool: str, *args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
+    """Run `python tools/<tool>.py ARGS` as a user would; capture its output."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "250", **(env or {})},
+        cwd=cwd or ROOT,
+        timeout=300,
+    )

@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rich.console import Console  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -33,12 +32,9 @@ import components.data.relabel  # noqa: E402
 import components.envs  # noqa: E402, F401  (registers the families)
 from components.data.build import describe, ensure_dataset  # noqa: E402
 from components.data.store import MANIFEST, cache_root, load_dataset  # noqa: E402
-from components.runtime import tune_allocator  # noqa: E402
+from components.reporting.console import out, run_tool  # noqa: E402
 from registry import FocalppError, get, names  # noqa: E402
 from registry.recipes import compose_columns  # noqa: E402
-
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -123,15 +119,7 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    tune_allocator()
-    args = parse_args(argv)
-    try:
-        return execute(args)
-    except FocalppError as e:
-        if args.debug:
-            raise
-        err.print(f"[bold red]error:[/] {escape(str(e))}")
-        return 2
+    return run_tool(execute, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -24,17 +24,13 @@ if str(ROOT) not in sys.path:  # running from a checkout without an install stil
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from rich.console import Console  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir  # noqa: E402
-from components.runtime import tune_allocator  # noqa: E402
-from registry import Composition, FocalppError, RunContext, compose, operative_config  # noqa: E402
+from registry import Composition, RunContext, compose, operative_config  # noqa: E402
 from registry.recipes import build  # noqa: E402
-
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -110,18 +106,7 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    tune_allocator()
-    args = parse_args(argv)
-    try:
-        return execute(args)
-    except FocalppError as e:
-        if args.debug:
-            raise
-        err.print(f"[bold red]error:[/] {escape(str(e))}")
-        return 2
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        return 130
+    return run_tool(execute, parse_args(argv))
 
 
 if __name__ == "__main__":

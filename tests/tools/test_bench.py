@@ -1,20 +1,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from tests.conftest import ROOT
+from tests.conftest import cli
 
 
 def test_quick_bench_writes_well_formed_json(tmp_path):
     out = tmp_path / "bench.json"
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "bench.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = cli("bench", "--quick", "--json", str(out))
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
     assert report["quick"] is True and report["machine"]["cpus"] >= 1

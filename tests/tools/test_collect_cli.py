@@ -1,22 +1,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 from tests.components.data.conftest import TINY
-from tests.conftest import ROOT
+from tests.conftest import cli
 
 
-def collect(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "collect.py"), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=300,
-    )
+def collect(*args: str):
+    return cli("collect", *args)
 
 
 def test_build_list_and_reuse(tmp_path):

@@ -1,20 +1,10 @@
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, cli
 
 
-def components_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "components.py"), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "250"},
-        timeout=120,
-    )
+def components_cli(*args: str):
+    return cli("components", *args)
 
 
 def test_lists_plugin_components_with_arguments():

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import DATA, ROOT, TOY_RECIPES
+from tests.conftest import DATA, ROOT, TOY_RECIPES, cli
 
 
 def run_cli(*args: str, recipes=TOY_RECIPES, cwd=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FOCALPP_RECIPES": str(recipes), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "run.py"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd or ROOT,
-        timeout=120,
-    )
+    return cli("run", *args, env={"FOCALPP_RECIPES": str(recipes)}, cwd=cwd)
 
 
 def test_dry_run_prints_choices_and_creates_nothing(tmp_path):
