@@ -60,7 +60,7 @@ class TaskEnvMixin:
         a = np.asarray(action, dtype=np.float64)
         if a.shape != space.shape:
             raise ValueError(
-                f"action has shape {a.shape}; {self.spec_name()} expects {space.shape}"
+                f"action has shape {a.shape}; {type(self).__name__} expects {space.shape}"
             )
         if not np.all(np.isfinite(a)):
             raise ValueError(f"action {a.tolist()} is not finite (NaN or inf)")
@@ -78,9 +78,6 @@ class TaskEnvMixin:
             "sparse_reward": float(sparsify(reward, self.family.goal_radius)),
         }
         return reward, terminated, info
-
-    def spec_name(self) -> str:
-        return type(self).__name__
 
 
 class MujocoTaskEnvMixin(TaskEnvMixin):
