@@ -195,37 +195,31 @@ class CheckpointRollouts(_Protocol):
         halfway = (score[:, :1] + score[:, -1:]) / 2
         medium = np.abs(score[:, 1:-1] - halfway).argmin(1) + 1  # a middle checkpoint per task
         choice = {"random": np.zeros(k, int), "medium": medium, "expert": np.full(k, len(runs) - 1)}
-        qualities, sources = {}, {}
-        ranked_by = np.where(by_sparse, "sparse_return", "return")
-        for name, chosen in choice.items():
-            parts = [self._select(runs, chosen)]
-            qualities[name] = pack(parts)
-            sources[name] = [
-                {**self._source(runs, steps, [c], i), "ranked_by": str(ranked_by[i])}
-                for i, c in enumerate(chosen)
-            ]
-        qualities["mixed"] = pack([(r.transitions, r.alive) for r in runs])
-        sources["mixed"] = [self._source(runs, steps, range(len(runs)), i) for i in range(k)]
-        return Collected(qualities, sources, self.settings())
-
-    @staticmethod
-    def _select(runs: list[Rollouts], chosen: np.ndarray) -> tuple[Transitions, np.ndarray]:
-        """Per task, the rollouts of its chosen checkpoint (one gather, no loop over tasks)."""
-        rows = np.arange(len(chosen))
+        # All checkpoints' rollouts stacked once: fields [C, K, E·H, ...], alive [C, K, E·H].
         stacked = Transitions(
             **{f: np.stack([getattr(r.transitions, f) for r in runs]) for f in FIELDS}
         )
-        alive = np.stack([r.alive for r in runs])[chosen, rows]
-        return stacked.map(lambda x: x[chosen, rows]), alive
+        alive = np.stack([r.alive for r in runs])
+        rows = np.arange(k)
+        ranked_by = np.where(by_sparse, "sparse_return", "return")
 
-    @staticmethod
-    def _source(runs: list[Rollouts], steps: np.ndarray, which, task: int) -> dict[str, Any]:
-        which = list(which)
-        return {
-            "checkpoint_steps": [int(steps[c]) for c in which],
-            "mean_return": [float(runs[c].returns[task].mean()) for c in which],
-            "mean_sparse_return": [float(runs[c].sparse_returns[task].mean()) for c in which],
-        }
+        def source(which, task: int) -> dict[str, Any]:
+            return {
+                "checkpoint_steps": [int(steps[c]) for c in which],
+                "mean_return": [float(dense[task, c]) for c in which],
+                "mean_sparse_return": [float(sparse[task, c]) for c in which],
+            }
+
+        qualities, sources = {}, {}
+        for name, chosen in choice.items():  # per task, its chosen checkpoint: one gather
+            picked = stacked.map(lambda x, chosen=chosen: x[chosen, rows])
+            qualities[name] = pack([(picked, alive[chosen, rows])])
+            sources[name] = [
+                {**source([c], i), "ranked_by": str(ranked_by[i])} for i, c in enumerate(chosen)
+            ]
+        qualities["mixed"] = pack([(r.transitions, r.alive) for r in runs])
+        sources["mixed"] = [source(range(len(runs)), i) for i in range(k)]
+        return Collected(qualities, sources, self.settings())
 
 
 @register("dataset", "replay")

@@ -67,12 +67,11 @@ class Relabeled:
         size = min(self.pool_size, len(pool.obs))
         pick = rng.choice(len(pool.obs), size=size, replace=False)
         k = len(task_vecs)
-        shared = pool.map(
-            lambda x: np.broadcast_to(x[pick], (k, *x[pick].shape)).copy()
-        )  # [K, M, ...]
+        picked = pool.map(lambda x: x[pick])  # [M, ...], the one pool every task gets
         reward = family.reward(
-            shared.obs[:1], shared.action[:1], shared.next_obs[:1], task_vecs[:, None, :]
+            picked.obs, picked.action, picked.next_obs, task_vecs[:, None, :]
         ).astype(np.float32)  # [K, M]: each task's own reward of the same transitions
+        shared = picked.map(lambda x: np.broadcast_to(x, (k, *x.shape)).copy())  # [K, M, ...]
         relabeled = Transitions(
             obs=shared.obs,
             action=shared.action,

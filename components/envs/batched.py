@@ -50,6 +50,8 @@ class VectorBatchedEnv:
         family: the family whose tasks these are.
         tasks: one task per environment.
         asynchronous: step environments in subprocesses (worth it for MuJoCo on several cores).
+        autoreset: restart an ended episode at once (collection) instead of freezing it until
+            the batch is reset (evaluation); see the module docstring.
     """
 
     def __init__(
