@@ -28,3 +28,22 @@ def tune_allocator() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(
         mallopt(M_TRIM_THRESHOLD, 16 * MMAP_THRESHOLD_MAX)
     )
+
+
+def resolve_device(name: str):
+    """'auto' (CUDA if available, else CPU), 'cpu', 'cuda' or 'cuda:N' -> a torch.device."""
+    import torch
+
+    from registry import FocalppError
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise FocalppError(
+            f"device {name!r} was asked for, but this PyTorch sees no CUDA GPU; "
+            "use --device cpu (or auto)"
+        )
+    try:
+        return torch.device(name)
+    except RuntimeError as e:
+        raise FocalppError(f"unknown device {name!r}: expected auto, cpu, cuda or cuda:N") from e

@@ -23,6 +23,7 @@ class Experiment:
     env: str
     scale: str
     seed: int
+    device: str
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,17 @@ class RunContext:
     scale: str
     seed: int
     run_dir: Path
+    device: str = "cpu"  # "auto", "cpu", "cuda" or "cuda:N"; algorithms resolve it
 
 
 @gin.configurable("experiment")
 def experiment(
-    *, algorithm: Any = None, env: str | None = None, scale: str = "cpu", seed: int = 0
+    *,
+    algorithm: Any = None,
+    env: str | None = None,
+    scale: str = "cpu",
+    seed: int = 0,
+    device: str = "auto",
 ) -> Experiment:
     """Validate and return the recipe's top-level choices."""
     known = ", ".join(e.name for e in entries("algorithm")) or "none registered"
@@ -57,4 +64,8 @@ def experiment(
         raise RecipeError("the recipe names no environment: bind `experiment.env` or pass --env")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise RecipeError(f"experiment.seed must be a non-negative integer, got {seed!r}")
-    return Experiment(algorithm, entry.name, env, scale, seed)
+    if not isinstance(device, str) or device.split(":")[0] not in ("auto", "cpu", "cuda"):
+        raise RecipeError(
+            f"experiment.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
+        )
+    return Experiment(algorithm, entry.name, env, scale, seed, device)

@@ -54,6 +54,7 @@ def compose(
     env: str | None = None,
     scale: str | None = None,
     seed: int | None = None,
+    device: str | None = None,
     bindings: Sequence[str] = (),
     plugins: Sequence[str] = (),
     recipes_dir: Path | None = None,
@@ -78,7 +79,9 @@ def compose(
     run_bindings = [f"experiment.env = {env!r}", f"experiment.scale = {scale!r}"]
     if seed is not None:
         run_bindings.append(f"experiment.seed = {int(seed)}")
-    parse_bindings(run_bindings, "the run's --env/--scale/--seed")
+    if device is not None:
+        run_bindings.append(f"experiment.device = {device!r}")
+    parse_bindings(run_bindings, "the run's --env/--scale/--seed/--device")
     parse_bindings(bindings, "--gin_param")
     sources.append("bindings: " + "; ".join([*run_bindings, *bindings]))
     chosen = build_experiment()

@@ -1,7 +1,8 @@
 """Build (or reuse) an offline dataset, or list the cached ones.
 
     python tools/collect.py --env NAME [--protocol checkpoints|replay|relabeled] [--quality Q]
-        [--seed N] [--scale cpu|paper] [--out DIR] [--gin_param 'checkpoints.env_steps = 1000']
+        [--seed N] [--scale cpu|paper] [--tag TAG] [--out DIR]
+        [--gin_param 'checkpoints.env_steps = 1000']
     python tools/collect.py --list [--out DIR]
 
 Collection settings come from the same files as a run's: recipes/envs/<env>.gin, then
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import gin  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -44,6 +46,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quality", help="check and summarise this quality")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scale", default="cpu", help="recipes/scales/<NAME>.gin (default cpu)")
+    p.add_argument(
+        "--tag", help="store as <protocol>-s<seed>-<TAG> (default: the scale's dataset tag)"
+    )
     p.add_argument("--out", type=Path, help="dataset root (default $FOCALPP_DATA or user cache)")
     p.add_argument(
         "--gin_param", action="append", default=[], help="binding, e.g. checkpoints.episodes = 10"
@@ -70,6 +75,14 @@ def list_datasets(root: Path) -> None:
     out.print(table)
 
 
+def _scale_tag() -> str | None:
+    """The dataset tag the composed scale sets for runs (`focal.dataset_tag`), if any."""
+    try:
+        return gin.query_parameter("focal.dataset_tag")
+    except (ValueError, KeyError):
+        return None
+
+
 def execute(args: argparse.Namespace) -> int:
     root = args.out or cache_root()
     if args.list:
@@ -80,6 +93,7 @@ def execute(args: argparse.Namespace) -> int:
     get("env", args.env)  # unknown names fail here, with suggestions
     get("dataset", args.protocol)
     compose_columns(args.env, args.scale, args.gin_param)
+    tag = args.tag or _scale_tag()
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -95,6 +109,8 @@ def execute(args: argparse.Namespace) -> int:
             args.protocol,
             args.seed,
             root=root,
+            tag=tag,
+            scale=args.scale,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
     qualities = [args.quality] if args.quality else dataset.qualities

@@ -1,7 +1,8 @@
 """Run one experiment from a recipe.
 
     python tools/run.py --recipe recipes/focalpp_seqwise.gin [--env NAME] [--scale NAME]
-        [--seed N] [--gin_param 'name.arg = value' ...] [--plugin MODULE_OR_FILE ...]
+        [--seed N] [--device auto|cpu|cuda] [--gin_param 'name.arg = value' ...]
+        [--plugin MODULE_OR_FILE ...]
         [--out DIR] [--dry-run] [--debug]
 
 Resolves the recipe (recipe → envs/<env>.gin → scales/<scale>.gin → --seed → --gin_param), prints
@@ -39,6 +40,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--env", help="environment column: recipes/envs/<NAME>.gin")
     p.add_argument("--scale", help="scale: recipes/scales/<NAME>.gin (default from recipe: cpu)")
     p.add_argument("--seed", type=int, help="random seed (default from recipe: 0)")
+    p.add_argument("--device", help="auto (default: CUDA if available), cpu, cuda or cuda:N")
     p.add_argument("--gin_param", action="append", default=[], help="extra gin binding")
     p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")
     p.add_argument("--out", type=Path, help="run directory (must not exist)")
@@ -57,6 +59,7 @@ def show_choices(comp: Composition) -> None:
         ("env", exp.env),
         ("scale", exp.scale),
         ("seed", str(exp.seed)),
+        ("device", exp.device),
     ):
         table.add_row(key, escape(value))
     for i, source in enumerate(comp.sources, 1):
@@ -76,6 +79,7 @@ def execute(args: argparse.Namespace) -> int:
         env=args.env,
         scale=args.scale,
         seed=args.seed,
+        device=args.device,
         bindings=args.gin_param,
         plugins=args.plugin,
     )
@@ -87,7 +91,9 @@ def execute(args: argparse.Namespace) -> int:
         args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)
     )
     seed_everything(exp.seed)
-    context = RunContext(env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir)
+    context = RunContext(
+        env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir, device=exp.device
+    )
     try:
         algorithm = build(exp.algorithm, run=context)
     except BaseException:

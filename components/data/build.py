@@ -29,10 +29,16 @@ def ensure_dataset(
     *,
     root: Path | None = None,
     progress: Progress | None = None,
+    tag: str | None = None,
+    scale: str | None = None,
 ) -> Dataset:
-    """Load the cached dataset, or build, store and load it."""
+    """Load the cached dataset, or build, store and load it.
+
+    `tag` names a variant built with other settings (a directory of its own); `scale` is
+    recorded in the rebuild command.
+    """
     root = Path(root) if root is not None else cache_root()
-    path = dataset_dir(root, family_name, protocol, seed)
+    path = dataset_dir(root, family_name, protocol, seed, tag)
     builder = get("dataset", protocol)()
     if path.exists():
         dataset = load_dataset(path)  # raises for half-written or unreadable datasets
@@ -41,7 +47,7 @@ def ensure_dataset(
             raise DatasetError(
                 f"{path} was built with other settings than this run asks for:\n"
                 f"  stored:    {built_with}\n  requested: {_jsonable(builder.settings())}\n"
-                "use another --out (or $FOCALPP_DATA), or delete it to rebuild"
+                "use another --out (or $FOCALPP_DATA) or --tag, or delete it to rebuild"
             )
         return dataset
     family = get("env", family_name)(seed=seed)
@@ -59,7 +65,8 @@ def ensure_dataset(
         "split": {"train": train, "test": test},
         "settings": _jsonable(collected.settings),
         "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "(python api)",
-        "rebuild": rebuild_command(family_name, protocol, seed, root),
+        "tag": tag,
+        "rebuild": rebuild_command(family_name, protocol, seed, root, tag, scale),
     }
     write_dataset(path, header=header, qualities=collected.qualities, sources=collected.sources)
     return load_dataset(path)

@@ -46,13 +46,24 @@ def cache_root() -> Path:
     return Path(cache) / "focalpp" / "datasets"
 
 
-def dataset_dir(root: Path, family: str, protocol: str, seed: int) -> Path:
-    return Path(root) / family / f"{protocol}-s{seed}"
+def dataset_dir(root: Path, family: str, protocol: str, seed: int, tag: str | None = None) -> Path:
+    """`<root>/<family>/<protocol>-s<seed>[-<tag>]`; a tag keeps data of other collection
+    settings (e.g. a scale's) beside the default ones."""
+    suffix = f"-{tag}" if tag else ""
+    return Path(root) / family / f"{protocol}-s{seed}{suffix}"
 
 
-def rebuild_command(family: str, protocol: str, seed: int | str, root: Path | None = None) -> str:
+def rebuild_command(
+    family: str,
+    protocol: str,
+    seed: int | str,
+    root: Path | None = None,
+    tag: str | None = None,
+    scale: str | None = None,
+) -> str:
     out = f" --out {root}" if root is not None else ""
-    return f"python tools/collect.py --env {family} --protocol {protocol} --seed {seed}{out}"
+    extra = (f" --scale {scale}" if scale else "") + (f" --tag {tag}" if tag else "")
+    return f"python tools/collect.py --env {family} --protocol {protocol} --seed {seed}{extra}{out}"
 
 
 @dataclass(frozen=True)
@@ -150,7 +161,8 @@ def load_dataset(path: Path) -> Dataset:
     """Open a dataset directory and validate its manifest (arrays are checked when loaded)."""
     path = Path(path)
     protocol, _, seed = path.name.rpartition("-s")
-    command = rebuild_command(path.parent.name, protocol, seed, path.parent.parent)
+    seed, _, tag = seed.partition("-")
+    command = rebuild_command(path.parent.name, protocol, seed, path.parent.parent, tag or None)
     if not path.is_dir():
         raise DatasetError(f"no dataset at {path}; build it with: {command}")
     rebuild = f"rebuild with: {command}"

@@ -23,6 +23,8 @@ class TransitionInfoNCE(nn.Module):
         temperature: τ.
     """
 
+    needs_key = True  # the algorithm must provide a momentum key encoder
+
     def __init__(self, *, temperature: float = 0.5):
         super().__init__()
         if temperature <= 0:

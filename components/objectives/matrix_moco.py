@@ -25,6 +25,8 @@ class MatrixMoCo(nn.Module):
         reduction: "sum" over the T terms as the paper writes it, or "mean".
     """
 
+    needs_key = True  # the algorithm must provide a momentum key encoder
+
     def __init__(self, *, temperature: float = 0.5, reduction: str = "sum"):
         super().__init__()
         if temperature <= 0:

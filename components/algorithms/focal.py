@@ -1,0 +1,360 @@
+"""The FOCAL family trainer: FOCAL and every FOCAL++ ablation row is this class plus a recipe.
+
+One gradient step, for a meta-batch of T training tasks (all tensors [T, B, ...], no loop over
+tasks):
+  1. context batch (sparse reward on sparse families) -> query encoder -> task vectors z^q;
+     with a key encoder, an independent context batch -> EMA encoder -> z^k;
+  2. the representation objective on those embeddings -> encoder step (its only teacher);
+  3. an RL batch (dense reward) with z detached -> one BRAC update of the actor-critic;
+  4. the key encoder follows the query encoder (EMA).
+Every `eval_every` steps and at the end, the meta-test protocol scores the test tasks; the
+last good state is checkpointed then. Metrics go to metrics.jsonl; summary.md closes the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from components.data.build import ensure_dataset
+from components.data.context import ContextLayout
+from components.data.sampler import TensorSampler
+from components.encoders.context import ContextEncoder
+from components.encoders.ema import EMAEncoder
+from components.evaluation.meta_test import MetaTest, MetaTestResult
+from components.objectives.dml import FocalDML
+from components.objectives.embeddings import TaskEmbeddings
+from components.reporting.console import out
+from components.reporting.metrics import MetricsLog
+from components.reporting.run_dir import atomic_torch_save, atomic_write_text
+from components.rl.brac import BRAC
+from components.runtime import resolve_device
+from registry import FocalppError, RecipeError, RunContext, entry_of, get, register
+
+
+class TrainingDiverged(FocalppError):
+    """A loss became NaN or infinite."""
+
+
+@register("algorithm", "focal")
+class FocalTrainer:
+    """FOCAL / FOCAL++: a context encoder taught by a representation objective, and a BRAC
+    actor-critic conditioned on its (detached) task vectors.
+
+    Args:
+        run: the run's environment column, scale, seed, directory and device.
+        family: the environment family (default: the run's env column).
+        protocol, quality: the offline dataset and the quality trained on.
+        test_quality: the quality the meta-test draws contexts from (default: `quality`).
+        data_seed: seed of the dataset (task split and behaviour data); fixed across run seeds.
+        encoder: context encoder class (gin: `@context_encoder`, `@parallel_encoder`).
+        objective: representation objective class (`@focal_dml`, `@matrix_moco`, `@infonce`).
+        key_momentum: EMA momentum of a key encoder (MoCo, 0.9), or None for no key encoder.
+        agent: the actor-critic class (gin: `@brac`).
+        evaluator: the meta-test (gin: `@meta_test`).
+        latent_dim: Z.
+        meta_batch: T, tasks per gradient step.
+        tasks_with_replacement: draw the meta-batch's tasks with replacement (FOCAL's DML needs
+            repeats for its positive pairs; contrastive objectives want distinct tasks).
+        context_batch: transitions per task in a context batch.
+        rl_batch: transitions per task in the RL batch.
+        steps: gradient steps.
+        encoder_lr: Adam learning rate of the encoder.
+        context_next_obs: put s′ in the context (s, a, s′, r); else (s, a, r).
+        detach_z: the actor-critic sees z detached (SPEC §3); False lets the Q loss train the
+            encoder too (PEARL-style, for research).
+        eval_every: steps between meta-tests (0: only at the end).
+        log_every: steps between training-metric records.
+        data_root: dataset store root (default: $FOCALPP_DATA or the user cache).
+        dataset_tag: dataset variant whose collection settings differ from the default ones
+            (scales that change them set it, e.g. 'paper'): `<protocol>-s<seed>-<tag>`.
+        progress: show a progress bar.
+    """
+
+    def __init__(
+        self,
+        *,
+        run: RunContext,
+        family: str | None = None,
+        protocol: str = "checkpoints",
+        quality: str = "expert",
+        test_quality: str | None = None,
+        data_seed: int = 0,
+        encoder: Callable[..., torch.nn.Module] = ContextEncoder,
+        objective: Callable[..., torch.nn.Module] = FocalDML,
+        key_momentum: float | None = None,
+        agent: Callable[..., BRAC] = BRAC,
+        evaluator: Callable[..., MetaTest] = MetaTest,
+        latent_dim: int = 5,
+        meta_batch: int = 16,
+        tasks_with_replacement: bool = True,
+        context_batch: int = 512,
+        rl_batch: int = 256,
+        steps: int = 100_000,
+        encoder_lr: float = 1e-3,
+        context_next_obs: bool = True,
+        detach_z: bool = True,
+        eval_every: int = 10_000,
+        log_every: int = 100,
+        data_root: str | None = None,
+        dataset_tag: str | None = None,
+        progress: bool = True,
+    ):
+        self.run_context = run
+        self.device = resolve_device(run.device)
+        self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
+        self.meta_batch, self.context_batch, self.rl_batch = meta_batch, context_batch, rl_batch
+        self.tasks_with_replacement, self.detach_z = tasks_with_replacement, detach_z
+        self.show_progress = progress
+        family_name = family or run.env
+        self.family = get("env", family_name)(seed=data_seed)
+
+        self.dataset = ensure_dataset(
+            family_name,
+            protocol,
+            data_seed,
+            root=Path(data_root) if data_root else None,
+            progress=_dataset_progress(),
+            tag=dataset_tag,
+            scale=run.scale,
+        )
+        self.generator = torch.Generator().manual_seed(run.seed)
+        train_tasks = self.dataset.split_indices("train")
+        self.test_tasks = self.dataset.split_indices("test")
+        self.train = TensorSampler(
+            self.dataset.quality(quality), train_tasks, device=self.device, generator=self.generator
+        )
+        self.test_data = self.dataset.quality(test_quality or quality)
+        if not tasks_with_replacement and meta_batch > len(train_tasks):
+            raise RecipeError(
+                f"focal.meta_batch = {meta_batch} distinct tasks, but {family_name} has only "
+                f"{len(train_tasks)} training tasks: lower it or set "
+                "focal.tasks_with_replacement = True"
+            )
+        self.layout = ContextLayout(
+            obs_dim=self.family.obs_dim,
+            act_dim=self.family.act_dim,
+            next_obs=context_next_obs,
+            sparse=self.family.goal_radius is not None,
+        )
+
+        torch.manual_seed(run.seed)
+        self.encoder = encoder(sizes=self.layout.sizes, latent_dim=latent_dim).to(self.device)
+        self.objective = objective().to(self.device)
+        self.key_encoder = None
+        if key_momentum is not None:
+            self.key_encoder = EMAEncoder(self.encoder, momentum=key_momentum)
+        elif getattr(self.objective, "needs_key", False):
+            raise RecipeError(
+                f"objective {_name(objective)} contrasts against a momentum key encoder, but "
+                f"the recipe has none (focal.key_momentum = None): set focal.key_momentum = "
+                "0.9, or choose an objective without keys such as @focal_dml"
+            )
+        self._check_encoder(encoder, latent_dim)
+        self.agent = agent(
+            obs_dim=self.family.obs_dim, act_dim=self.family.act_dim, latent_dim=latent_dim
+        ).to(self.device)
+        self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=encoder_lr)
+        self.evaluator = evaluator()
+        self.step = 0
+
+    # --- build-time checks -----------------------------------------------------------------
+    def _check_encoder(self, encoder: Callable, latent_dim: int) -> None:
+        """Encode a small real context once: a recipe whose encoder cannot read this dataset's
+        context fails here, naming both, not somewhere inside training."""
+        probe = self.layout.tensor(
+            self.train.sample(torch.arange(min(2, self.train.n_tasks)), 4, sparse=True)
+        )
+        try:
+            with torch.no_grad():
+                z = self.encoder(probe).mean
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise RecipeError(
+                f"encoder {_name(encoder)} cannot read this dataset's context: transitions of "
+                f"{self.layout.names} with sizes {self.layout.sizes} "
+                f"(width {sum(self.layout.sizes)}) from {self.dataset.path}: {e}"
+            ) from e
+        if tuple(z.shape) != (probe.shape[0], latent_dim):
+            raise RecipeError(
+                f"encoder {_name(encoder)} returned task vectors of shape {tuple(z.shape)}; "
+                f"focal.latent_dim = {latent_dim} expects {(probe.shape[0], latent_dim)}"
+            )
+
+    # --- one gradient step -----------------------------------------------------------------
+    def train_step(self) -> dict[str, torch.Tensor]:
+        tasks = self.train.sample_tasks(self.meta_batch, replace=self.tasks_with_replacement)
+        sparse = self.layout.sparse
+        query = self.encoder(
+            self.layout.tensor(self.train.sample(tasks, self.context_batch, sparse=sparse))
+        )
+        key = None
+        if self.key_encoder is not None:
+            key = self.key_encoder(
+                self.layout.tensor(self.train.sample(tasks, self.context_batch, sparse=sparse))
+            )
+        embeddings = TaskEmbeddings(
+            query=query.per_transition,
+            query_mean=query.mean,
+            task=tasks,
+            key=key.per_transition if key is not None else None,
+            key_mean=key.mean if key is not None else None,
+        )
+        representation = self.objective(embeddings)
+        loss = sum(v for k, v in representation.items() if k.startswith("loss_"))
+        self.encoder_opt.zero_grad(set_to_none=True)
+        loss.backward(retain_graph=not self.detach_z)
+        z = query.mean.detach() if self.detach_z else query.mean
+        rl = self.agent.update(self.train.sample(tasks, self.rl_batch), z)
+        self.encoder_opt.step()  # after the update: with detach_z=False the Q loss adds to it
+        if self.key_encoder is not None:
+            self.key_encoder.update(self.encoder)
+        return {**{k: v.detach() for k, v in representation.items()}, **rl}
+
+    # --- the run ---------------------------------------------------------------------------
+    def evaluate(self) -> MetaTestResult:
+        return self.evaluator(
+            family=self.family,
+            data=self.test_data,
+            tasks=self.test_tasks,
+            layout=self.layout,
+            encoder=self.encoder,
+            act=self.agent.act,
+            device=self.device,
+            seed=self.run_context.seed,
+        )
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "encoder": self.encoder.state_dict(),
+            "key_encoder": self.key_encoder.state_dict() if self.key_encoder else None,
+            "agent": self.agent.state_dict(),
+        }
+
+    def run(self) -> dict[str, Any]:
+        run_dir = self.run_context.run_dir
+        log = MetricsLog(run_dir)
+        eval_at = (
+            set(range(self.eval_every, self.steps, self.eval_every)) if self.eval_every else set()
+        )
+        started = time.perf_counter()
+        sums: dict[str, torch.Tensor] = {}
+        result = None
+        try:
+            with _training_progress(self.show_progress) as bar:
+                task = bar.add_task("training", total=self.steps)
+                while self.step < self.steps:
+                    metrics = self.train_step()
+                    self.step += 1
+                    self._check_finite(metrics)
+                    for k, v in metrics.items():
+                        sums[k] = sums.get(k, 0.0) + v
+                    if self.step % self.log_every == 0 or self.step == self.steps:
+                        n = self.step % self.log_every or self.log_every
+                        log.write(self.step, "train", {k: float(v) / n for k, v in sums.items()})
+                        sums = {}
+                    if self.step in eval_at:
+                        result = self._evaluate_and_save(log)
+                        bar.update(task, description=f"training · {result.describe()}")
+                    bar.update(task, completed=self.step)
+            result = self._evaluate_and_save(log)
+        finally:
+            log.close()
+            self.evaluator.close()
+        seconds = time.perf_counter() - started
+        atomic_write_text(run_dir / "eval.json", json.dumps(result.to_dict(), indent=1))
+        atomic_write_text(run_dir / "summary.md", self._summary(result, seconds))
+        return {
+            "test_return_mean": round(result.mean, 4),
+            "test_return_std": round(result.std, 4),
+            "train_seconds": round(seconds, 1),
+            "headline": result.describe(),
+        }
+
+    def _evaluate_and_save(self, log: MetricsLog) -> MetaTestResult:
+        result = self.evaluate()
+        record = result.to_dict()
+        log.write(self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)})
+        atomic_torch_save(self.state(), self.run_context.run_dir / "checkpoint.pt")
+        return result
+
+    def _check_finite(self, metrics: dict[str, torch.Tensor]) -> None:
+        losses = {k: v for k, v in metrics.items() if k.startswith("loss_")}
+        if bool(torch.isfinite(torch.stack(list(losses.values()))).all()):
+            return
+        bad = next(k for k, v in losses.items() if not math.isfinite(float(v)))
+        checkpoint = self.run_context.run_dir / "checkpoint.pt"
+        kept = (
+            f"the last good checkpoint is {checkpoint}"
+            if checkpoint.exists()
+            else "no checkpoint had been written yet"
+        )
+        raise TrainingDiverged(
+            f"{bad} became {float(metrics[bad])} at step {self.step}; training stopped and "
+            f"{kept}. Lower the learning rates or the reward scale of the recipe"
+        )
+
+    def _summary(self, result: MetaTestResult, seconds: float) -> str:
+        ctx = self.run_context
+        lines = [
+            f"# {ctx.run_dir.name}",
+            "",
+            f"- env: {ctx.env} (dataset {self.dataset.path})",
+            f"- scale: {ctx.scale}, seed: {ctx.seed}, device: {self.device}",
+            f"- steps: {self.step}, training time: {seconds:.0f} s",
+            f"- context: {', '.join(self.layout.names)}"
+            f" ({'sparse' if self.layout.sparse else 'dense'} reward)",
+            "",
+            f"**{result.describe()}**",
+            "",
+            "| test task | return | sparse return |",
+            "|---|---|---|",
+        ]
+        for i, task in enumerate(result.tasks):
+            sparse = f"{result.sparse_returns[i]:.2f}" if result.sparse_returns is not None else "-"
+            lines.append(f"| {task} | {result.returns[i]:.2f} | {sparse} |")
+        return "\n".join(lines) + "\n"
+
+
+def _name(factory: Callable) -> str:
+    entry = entry_of(factory)
+    return f"@{entry.name}" if entry else getattr(factory, "__name__", repr(factory))
+
+
+def _training_progress(enabled: bool) -> Progress:
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=out,
+        transient=True,
+        disable=not enabled,
+    )
+
+
+def _dataset_progress():
+    """A callback that prints the dataset build's progress now and then (a build is rare)."""
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] > 10 or done == total:
+            last[0] = now
+            out.print(f"building dataset: {done}/{total} behaviour steps")
+
+    return report

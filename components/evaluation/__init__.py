@@ -1,0 +1,1 @@
+"""Meta-testing and analyses (kind `evaluator`): how a trained learner is scored."""

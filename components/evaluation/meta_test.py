@@ -1,0 +1,182 @@
+"""The meta-test protocol (SPEC §5), for all test tasks and runs at once.
+
+For each test task, `runs` independent runs. A run's context grows by one horizon of random
+transitions from the task's OFFLINE test data per episode; z is inferred from the whole context
+and the deterministic policy (tanh of the mean) is rolled out online for one episode. A task's
+score is the return of the LAST episode (context = `context_transitions`), averaged over runs;
+online transitions never enter the context.
+
+Because online data never enters the context, the last episode depends only on the final
+context: with `curve=False` only that episode is rolled out (same result, `episodes`× cheaper);
+`curve=True` rolls out every episode and also reports the return per context size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from components.data.context import ContextLayout
+from components.data.sampler import TensorSampler
+from components.data.store import QualityData
+from components.envs.family import EnvFamily
+from registry import register
+
+
+@dataclass(frozen=True)
+class MetaTestResult:
+    """Per-task scores (mean over runs) of the last episode; [n_test] arrays.
+
+    `headline` uses the sparse return on sparse families, the dense return otherwise.
+    `curve`: mean headline return per episode (context size), when rolled out.
+    """
+
+    tasks: list[int]
+    returns: np.ndarray
+    sparse_returns: np.ndarray | None
+    context_sizes: list[int]
+    curve: list[float] = field(default_factory=list)
+
+    @property
+    def headline_returns(self) -> np.ndarray:
+        return self.sparse_returns if self.sparse_returns is not None else self.returns
+
+    @property
+    def mean(self) -> float:
+        return float(self.headline_returns.mean())
+
+    @property
+    def std(self) -> float:
+        return float(self.headline_returns.std())
+
+    def describe(self) -> str:
+        kind = "sparse return" if self.sparse_returns is not None else "return"
+        return f"test {kind} {self.mean:.2f} ± {self.std:.2f} over {len(self.tasks)} test tasks"
+
+    def to_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "test_return_mean": self.mean,
+            "test_return_std": self.std,
+            "dense_return_mean": float(self.returns.mean()),
+            "per_task_return": dict(zip(map(str, self.tasks), self.returns.tolist(), strict=True)),
+            "context_sizes": self.context_sizes,
+        }
+        if self.sparse_returns is not None:
+            record["sparse_return_mean"] = float(self.sparse_returns.mean())
+            record["per_task_sparse_return"] = dict(
+                zip(map(str, self.tasks), self.sparse_returns.tolist(), strict=True)
+            )
+        if self.curve:
+            record["curve"] = self.curve
+        return record
+
+
+@register("evaluator", "meta_test")
+class MetaTest:
+    """Scores a context encoder and a policy on held-out tasks, online.
+
+    Args:
+        runs: independent runs per test task.
+        context_transitions: context size of the last (scored) episode (SPEC §5: 400 for point
+            robots, 600 for MuJoCo); a multiple of the horizon.
+        curve: roll out every episode of the growing context, not only the last.
+    """
+
+    def __init__(self, *, runs: int = 3, context_transitions: int = 400, curve: bool = False):
+        if runs < 1 or context_transitions < 1:
+            raise ValueError(
+                f"meta_test needs runs >= 1 and context_transitions >= 1, got {runs} and "
+                f"{context_transitions}"
+            )
+        self.runs, self.context_transitions, self.curve = runs, context_transitions, curve
+        self._env: Any = None
+
+    def __call__(
+        self,
+        *,
+        family: EnvFamily,
+        data: QualityData,
+        tasks: list[int],
+        layout: ContextLayout,
+        encoder: nn.Module,
+        act,
+        device: torch.device,
+        seed: int,
+    ) -> MetaTestResult:
+        """Evaluate. `tasks`: dataset task indices of the test split; `act(obs, z)` -> actions.
+
+        The encoder runs in eval mode (no dropout) and is restored afterwards.
+        """
+        horizon = family.horizon
+        episodes = max(1, self.context_transitions // horizon)
+        sizes = [horizon * k for k in range(1, episodes + 1)]
+        sizes[-1] = self.context_transitions
+        if not self.curve:
+            sizes = sizes[-1:]
+        generator = torch.Generator().manual_seed(seed)
+        sampler = TensorSampler(data, tasks, device=device, generator=generator)
+        positions = torch.arange(len(tasks), device=device).repeat_interleave(self.runs)  # [N]
+        context = layout.tensor(
+            sampler.sample(positions, sizes[-1], replace=True, sparse=layout.sparse)
+        )  # [N, C, F]; a prefix of it is the context after each episode
+        env = self._environment(family, [tasks[i] for i in positions.tolist()])
+        was_training = encoder.training
+        encoder.eval()
+        try:
+            per_episode = []
+            for size in sizes:
+                with torch.no_grad():
+                    z = encoder(context[:, :size]).mean  # [N, Z]
+                per_episode.append(self._episode(env, z, act, device, seed))
+        finally:
+            encoder.train(was_training)
+        dense, sparse = per_episode[-1]
+        n = len(tasks)
+        sparse_family = family.goal_radius is not None
+        curve = []
+        if self.curve:
+            index = 1 if sparse_family else 0
+            curve = [float(ep[index].mean()) for ep in per_episode]
+        return MetaTestResult(
+            tasks=list(tasks),
+            returns=dense.reshape(n, self.runs).mean(1),
+            sparse_returns=sparse.reshape(n, self.runs).mean(1) if sparse_family else None,
+            context_sizes=sizes,
+            curve=curve,
+        )
+
+    def _environment(self, family: EnvFamily, task_ids: list[int]):
+        """One batched environment for all runs of all test tasks, made once and reused."""
+        key = (id(family), tuple(task_ids))
+        if self._env is None or self._env[0] != key:
+            if self._env is not None:
+                self._env[1].close()
+            all_tasks = family.all_tasks()
+            self._env = (key, family.make_batched([all_tasks[i] for i in task_ids]))
+        return self._env[1]
+
+    @staticmethod
+    def _episode(env, z: torch.Tensor, act, device: torch.device, seed: int):
+        """One lockstep episode of every environment; dense and sparse returns [N]."""
+        obs = env.reset(seed=seed)
+        dense = np.zeros(len(obs))
+        sparse = np.zeros(len(obs))
+        for _ in range(env.horizon):
+            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
+            action = act(obs_t, z).cpu().numpy()
+            step = env.step(action)
+            dense += step.reward * step.alive
+            sparse += step.sparse_reward * step.alive
+            obs = step.obs
+            if not step.alive.any():
+                break
+        return dense, sparse
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env[1].close()
+            self._env = None

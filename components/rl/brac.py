@@ -1,0 +1,197 @@
+"""BRAC on a SAC-v1 actor-critic, conditioned on a task vector: FOCAL's meta-policy learner.
+
+SAC-v1 (Haarnoja et al. 2018, as FOCAL's reference): twin Q, a state value V and its Polyak
+target; the reward scale plays the entropy temperature. Behaviour regularisation (Wu et al.
+2019): a dual KL critic estimates the divergence between the policy and the data; the policy
+loss adds α·divergence, the value target optionally subtracts it, and α can adapt toward a
+target divergence. With α = 0 and no adaptation (the point robots) the divergence critic is not
+trained at all.
+
+Every network acts on the last dimension, so a meta-batch [T, B, ...] of all tasks is one call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+
+from components.data.transitions import Transitions
+from components.rl.batched_mlp import BatchedMLP
+from components.rl.divergence import DualKLCritic
+from components.rl.networks import MLP, TanhGaussianPolicy
+from registry import register
+
+
+@register("agent", "brac")
+class BRAC(nn.Module):
+    """Twin Q, V, target V, tanh-Gaussian policy and a divergence critic over (s, z).
+
+    Args:
+        obs_dim, act_dim, latent_dim: sizes (set by the algorithm).
+        hidden: hidden sizes of every network (FOCAL: 3 × 256).
+        lr: Adam learning rate of policy, Q and V (FOCAL++ table: 1e-3 point robots, 3e-3
+            MuJoCo; the reference code 3e-4).
+        divergence_lr: learning rate of the divergence critic (1e-4).
+        discount: γ.
+        tau: Polyak rate of the target V.
+        reward_scale: multiplies rewards; acts as the inverse entropy temperature.
+        policy_mean_reg, policy_std_reg: L2 weights on the policy's mean and log-std.
+        alpha: weight of the divergence (its initial value when adapted).
+        target_divergence: α adapts toward it when set (MuJoCo: 0.05); None keeps α fixed.
+        alpha_lr: learning rate of log α.
+        value_penalty: also subtract α·divergence in the value target.
+        divergence: the divergence critic class (gin: `@dual_kl_critic`).
+        divergence_steps: critic updates per policy update.
+    """
+
+    def __init__(
+        self,
+        *,
+        obs_dim: int,
+        act_dim: int,
+        latent_dim: int,
+        hidden: Sequence[int] = (256, 256, 256),
+        lr: float = 3e-4,
+        divergence_lr: float = 1e-4,
+        discount: float = 0.99,
+        tau: float = 0.005,
+        reward_scale: float = 5.0,
+        policy_mean_reg: float = 1e-3,
+        policy_std_reg: float = 1e-3,
+        alpha: float = 0.0,
+        target_divergence: float | None = None,
+        alpha_lr: float = 1e-3,
+        value_penalty: bool = False,
+        divergence: Callable[..., DualKLCritic] = DualKLCritic,
+        divergence_steps: int = 1,
+    ):
+        super().__init__()
+        x_dim = obs_dim + latent_dim
+        hidden = tuple(hidden)
+        self.discount, self.tau, self.reward_scale = discount, tau, reward_scale
+        self.policy_mean_reg, self.policy_std_reg = policy_mean_reg, policy_std_reg
+        self.target_divergence, self.value_penalty = target_divergence, value_penalty
+        self.divergence_steps = divergence_steps
+        self.policy = TanhGaussianPolicy(in_features=x_dim, act_dim=act_dim, hidden=hidden)
+        # Twin Q as one batched module of two models: one matmul per layer for both.
+        self.q = BatchedMLP(n_models=2, in_features=x_dim + act_dim, out_features=1, hidden=hidden)
+        self.v = MLP(in_features=x_dim, out_features=1, hidden=hidden)
+        self.v_target = MLP(in_features=x_dim, out_features=1, hidden=hidden)
+        self.v_target.load_state_dict(self.v.state_dict())
+        self.v_target.requires_grad_(False)
+        self.uses_divergence = alpha > 0 or target_divergence is not None
+        self.divergence = divergence(in_features=x_dim, act_dim=act_dim, hidden=hidden)
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(max(alpha, 1e-8))))
+        self.alpha_is_zero = alpha == 0 and target_divergence is None
+
+        def adam(params, rate):
+            return torch.optim.Adam(params, lr=rate, fused=True)
+
+        self.policy_opt = adam(self.policy.parameters(), lr)
+        self.q_opt = adam(self.q.parameters(), lr)
+        self.v_opt = adam(self.v.parameters(), lr)
+        self.divergence_opt = adam(self.divergence.parameters(), divergence_lr)
+        self.alpha_opt = adam([self.log_alpha], alpha_lr)
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return torch.zeros(()) if self.alpha_is_zero else self.log_alpha.exp().detach()
+
+    def q_values(self, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """Twin Q [2, ...] for x [..., F + Z] and action [..., A]."""
+        xa = torch.cat([x, action], -1)
+        flat = xa.reshape(1, -1, xa.shape[-1]).expand(2, -1, -1)
+        return self.q(flat).reshape(2, *xa.shape[:-1])
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """Deterministic actions (tanh of the mean) [..., A] for obs [..., F] and z [..., Z]."""
+        return self.policy.deterministic(torch.cat([obs, z], -1))
+
+    def update(self, batch: Transitions, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One gradient step on a meta-batch: batch fields [T, B, ...] (dense reward), z [T, Z].
+
+        If z requires grad, the Q loss back-propagates into it (PEARL-style; FOCAL detaches z
+        and the caller steps the encoder). Order: divergence critic, Q, then V / policy / α
+        from a policy sample scored by the updated critics (recomputed after each update,
+        never through weights changed in place), then the target V. Returns detached
+        scalars: `loss_*` and diagnostics.
+        """
+        zb = z[:, None, :].expand(-1, batch.obs.shape[1], -1)  # [T, B, Z]
+        x_q = torch.cat([batch.obs, zb], -1)  # carries z's gradient only into the Q loss
+        x = x_q.detach()
+        x_next = torch.cat([batch.next_obs, zb], -1).detach()
+        info: dict[str, torch.Tensor] = {}
+
+        if self.uses_divergence:
+            for _ in range(self.divergence_steps):
+                with torch.no_grad():
+                    policy_action = self.policy(x).action
+                critic = self.divergence.loss(x, batch.action, policy_action)
+                self.divergence_opt.zero_grad(set_to_none=True)
+                critic["loss_divergence_critic"].backward()
+                self.divergence_opt.step()
+            info.update(critic)
+
+        with torch.no_grad():
+            target_q = self.reward_scale * batch.reward + self.discount * (
+                1.0 - batch.terminated
+            ) * self.v_target(x_next).squeeze(-1)
+        q = self.q_values(x_q, batch.action)  # [2, T, B]
+        loss_q = ((q - target_q) ** 2).mean(dim=(1, 2)).sum()
+        self.q_opt.zero_grad(set_to_none=True)
+        loss_q.backward()
+        self.q_opt.step()
+
+        sample = self.policy(x)
+        self.q.requires_grad_(False)  # the policy's gradient reaches Q's input, not its weights
+        q_new = self.q_values(x, sample.action).min(0).values  # [T, B]
+        self.q.requires_grad_(True)
+        alpha = self.alpha
+        divergence = torch.zeros_like(q_new)
+        if self.uses_divergence:
+            self.divergence.requires_grad_(False)
+            divergence = self.divergence.estimate(x, batch.action, sample.action)
+            self.divergence.requires_grad_(True)
+
+        v_target = q_new - sample.log_prob
+        if self.value_penalty:
+            v_target = v_target - alpha * divergence
+        v = self.v(x).squeeze(-1)
+        loss_v = ((v - v_target.detach()) ** 2).mean()
+        self.v_opt.zero_grad(set_to_none=True)
+        loss_v.backward()
+        self.v_opt.step()
+
+        regulariser = (
+            self.policy_mean_reg * (sample.mean**2).mean()
+            + self.policy_std_reg * (sample.log_std**2).mean()
+        )
+        loss_policy = (sample.log_prob - q_new + alpha * divergence).mean() + regulariser
+        self.policy_opt.zero_grad(set_to_none=True)
+        loss_policy.backward()
+        self.policy_opt.step()
+
+        if self.target_divergence is not None:
+            loss_alpha = self.log_alpha * (self.target_divergence - divergence.mean().detach())
+            self.alpha_opt.zero_grad(set_to_none=True)
+            loss_alpha.backward()
+            self.alpha_opt.step()
+            info["loss_alpha"] = loss_alpha.detach()
+
+        with torch.no_grad():
+            for target, online in zip(self.v_target.parameters(), self.v.parameters(), strict=True):
+                target.lerp_(online, self.tau)
+        return {
+            **info,
+            "loss_q": loss_q.detach(),
+            "loss_v": loss_v.detach(),
+            "loss_policy": loss_policy.detach(),
+            "q_mean": q.mean().detach(),
+            "log_prob": sample.log_prob.mean().detach(),
+            "alpha": alpha,
+            "policy_divergence": divergence.mean().detach(),
+        }
