@@ -43,3 +43,41 @@ def cli(tool: str, *args: str, env: dict | None = None, cwd=None) -> subprocess.
         cwd=cwd or ROOT,
         timeout=300,
     )
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory) -> Path:
+    """One dataset store for the whole session: tiny-scale datasets are built once, on first
+    use, and shared by every test that runs the learner."""
+    return tmp_path_factory.mktemp("tiny-datasets")
+
+
+def run_row(
+    recipe: str | Path,
+    env: str,
+    data_root: Path,
+    run_dir: Path,
+    *,
+    seed: int = 0,
+    bindings: tuple[str, ...] = (),
+    plugins: tuple[str, ...] = (),
+):
+    """Compose a shipped (or given) recipe at the tiny scale and run it in-process, as
+    tools/run.py does; returns (metrics, algorithm)."""
+    from registry import RECIPES_DIR, RunContext, compose
+    from registry.recipes import build
+
+    comp = compose(
+        recipe,
+        env=env,
+        scale="tiny",
+        seed=seed,
+        device="cpu",
+        bindings=[f"focal.data_root = '{data_root}'", *bindings],
+        plugins=plugins,
+        recipes_dir=RECIPES_DIR,
+    )
+    run_dir.mkdir(parents=True)
+    context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device="cpu")
+    algorithm = build(comp.experiment.algorithm, run=context)
+    return algorithm.run(), algorithm

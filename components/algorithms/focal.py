@@ -183,7 +183,8 @@ class FocalTrainer:
                 z = self.encoder(probe).mean
         except (RuntimeError, ValueError, TypeError) as e:
             raise RecipeError(
-                f"encoder {_name(encoder)} cannot read this dataset's context: transitions of "
+                f"encoder {self._parts(encoder)} cannot read this dataset's context: "
+                f"transitions of "
                 f"{self.layout.names} with sizes {self.layout.sizes} "
                 f"(width {sum(self.layout.sizes)}) from {self.dataset.path}: {e}"
             ) from e
@@ -192,6 +193,15 @@ class FocalTrainer:
                 f"encoder {_name(encoder)} returned task vectors of shape {tuple(z.shape)}; "
                 f"focal.latent_dim = {latent_dim} expects {(probe.shape[0], latent_dim)}"
             )
+
+    def _parts(self, encoder: Callable) -> str:
+        """The registered parts of the built encoder, e.g. `@context_encoder(@mlp_encoder)`."""
+        inner = []
+        for module in self.encoder.modules():
+            entry = entry_of(type(module))
+            if entry and module is not self.encoder and f"@{entry.name}" not in inner:
+                inner.append(f"@{entry.name}")
+        return f"{_name(encoder)}({', '.join(inner)})" if inner else _name(encoder)
 
     # --- one gradient step -----------------------------------------------------------------
     def train_step(self) -> dict[str, torch.Tensor]:

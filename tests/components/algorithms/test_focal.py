@@ -1,0 +1,146 @@
+"""The FOCAL-family trainer: who teaches the encoder, the key encoder's EMA rule, seeded
+determinism, build-time errors for incompatible parts, and NaN handling."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from registry import RecipeError
+from tests.conftest import DATA, cli, run_row
+
+TINY = ("focal.steps = 2", "focal.eval_every = 0")
+
+
+def build_row(recipe, tiny_data, tmp_path, *bindings, env="sparse_point_robot"):
+    """A built (not yet run) trainer: run it for 0 steps to get its parts."""
+    _, algorithm = run_row(recipe, env, tiny_data, tmp_path / "run", bindings=(*TINY, *bindings))
+    return algorithm
+
+
+def params(module):
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def same(a, module):
+    return all(torch.equal(x, y) for x, y in zip(a, module.parameters(), strict=True))
+
+
+@pytest.mark.parametrize("detach", [True, False])
+def test_encoder_learns_only_from_its_objective(detach, tiny_data, tmp_path):
+    """With the objective's weight at 0 the encoder's only teacher is silent: it must not move
+    unless z's gradient is let through to the Q loss (detach_z = False, for research)."""
+    trainer = build_row(
+        "focal.gin", tiny_data, tmp_path, "focal_dml.weight = 0.0", f"focal.detach_z = {detach}"
+    )
+    before = params(trainer.encoder)
+    trainer.train_step()
+    assert same(before, trainer.encoder) == detach
+
+
+def test_objective_moves_the_encoder(tiny_data, tmp_path):
+    trainer = build_row("focal.gin", tiny_data, tmp_path)
+    before = params(trainer.encoder)
+    trainer.train_step()
+    assert not same(before, trainer.encoder)
+
+
+def test_key_encoder_gets_no_gradient_and_follows_the_ema_rule(tiny_data, tmp_path):
+    trainer = build_row("focalpp.gin", tiny_data, tmp_path)
+    key_before = params(trainer.key_encoder)
+    trainer.train_step()
+    m = trainer.key_encoder.momentum
+    for key, old, query in zip(
+        trainer.key_encoder.parameters(), key_before, trainer.encoder.parameters(), strict=True
+    ):
+        assert key.grad is None and not key.requires_grad
+        torch.testing.assert_close(key, m * old + (1 - m) * query.detach())
+
+
+def test_same_seed_same_run(tiny_data, tmp_path):
+    def metrics(name, seed):
+        run_row("focalpp.gin", "sparse_point_robot", tiny_data, tmp_path / name, seed=seed)
+        return (tmp_path / name / "metrics.jsonl").read_text()
+
+    first, second = metrics("a", 0), metrics("b", 0)
+    assert first == second
+    assert metrics("c", 1) != first
+
+
+def test_moco_without_a_key_encoder_is_refused_naming_both(tiny_data, tmp_path):
+    with pytest.raises(RecipeError, match=r"@matrix_moco.*focal\.key_momentum"):
+        build_row("focalpp.gin", tiny_data, tmp_path, "focal.key_momentum = None")
+
+
+def test_encoder_that_cannot_read_the_context_is_refused_naming_both(tiny_data, tmp_path):
+    """A plugin encoder built for 7-wide transitions (s, a, s', r of a point robot) meets the
+    5-wide context (s, a, r) of a recipe without s'."""
+    plugin = str(DATA / "fixed_width_encoder.py")
+    with pytest.raises(RecipeError, match=r"@fixed_width_encoder.*\('s', 'a', 'r'\).*width 5"):
+        run_row(
+            "focal.gin",
+            "sparse_point_robot",
+            tiny_data,
+            tmp_path / "run",
+            bindings=(
+                *TINY,
+                "context_encoder.transition = @fixed_width_encoder",
+                "focal.context_next_obs = False",
+            ),
+            plugins=(plugin,),
+        )
+
+
+def test_distinct_tasks_beyond_the_training_set_are_refused(tiny_data, tmp_path):
+    with pytest.raises(RecipeError, match="meta_batch"):
+        build_row("focalpp.gin", tiny_data, tmp_path, "focal.meta_batch = 500")
+
+
+def test_nan_stops_the_run_naming_loss_and_step_and_keeps_the_checkpoint(tiny_data, tmp_path):
+    out = tmp_path / "run"
+    result = cli(
+        "run",
+        "--recipe",
+        "focal.gin",
+        "--scale",
+        "tiny",
+        "--out",
+        str(out),
+        "--gin_param",
+        f"focal.data_root = '{tiny_data}'",
+        "--gin_param",
+        "focal.steps = 8",
+        "--gin_param",
+        "focal.eval_every = 2",
+        "--gin_param",
+        "brac.reward_scale = 1e400",  # inf: the Q loss is not finite from step 1
+    )
+    assert result.returncode == 2, result.stderr
+    assert "loss_q became" in result.stderr and "at step 1" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "no checkpoint had been written yet" in result.stderr
+
+
+def test_checkpoint_survives_a_later_divergence(tiny_data, tmp_path):
+    trainer = build_row("focal.gin", tiny_data, tmp_path, "focal.steps = 4", "focal.eval_every = 2")
+    saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    assert saved["step"] == 4
+    with torch.no_grad():  # poison the actor-critic: the next step's losses are NaN
+        for p in trainer.agent.q.parameters():
+            p.fill_(float("nan"))
+    trainer.steps = 6
+    with pytest.raises(Exception, match=r"loss_\w+ became nan at step 5.*last good checkpoint"):
+        trainer.run()
+    kept = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    assert kept["step"] == 4
+    assert all(torch.isfinite(v).all() for v in kept["agent"].values())
+
+
+def test_summary_and_eval_record(tiny_data, tmp_path):
+    build_row("focal.gin", tiny_data, tmp_path)
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "test sparse return" in summary and "| 80 |" in summary
+    record = json.loads((tmp_path / "run" / "eval.json").read_text())
+    assert set(record["per_task_sparse_return"]) == {str(i) for i in range(80, 100)}
