@@ -34,7 +34,26 @@ def test_every_column_composes(env, scale, tmp_path):
 
 
 def test_env_columns_name_registered_families():
+    """A column is a family, or a variant that names its family (the relabeled dataset)."""
     import components.envs  # noqa: F401
     from registry import names
 
-    assert set(columns("envs")) <= set(names("env"))
+    variants = set(columns("envs")) - set(names("env"))
+    assert variants == {"sparse_point_robot_relabeled"}
+    text = (RECIPES_DIR / "envs" / "sparse_point_robot_relabeled.gin").read_text()
+    assert "focal.family = 'sparse_point_robot'" in text
+
+
+ROWS = ["focal", "focalpp_contrastive", "focalpp_batchwise", "focalpp_seqwise", "focalpp"]
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_row_recipes_compose_and_state_their_ingredients(row):
+    import gin
+
+    comp = compose(f"{row}.gin", recipes_dir=RECIPES_DIR)
+    assert comp.experiment.algorithm_name == "focal"
+    header = (RECIPES_DIR / f"{row}.gin").read_text().split("include")[0]
+    objective = gin.query_parameter("focal.objective").selector
+    assert objective in ("focal_dml", "matrix_moco")
+    assert ("DML" in header or "distance-metric" in header) == (objective == "focal_dml")

@@ -134,7 +134,7 @@ class BRAC(nn.Module):
                 self.divergence_opt.zero_grad(set_to_none=True)
                 critic["loss_divergence_critic"].backward()
                 self.divergence_opt.step()
-            info.update(critic)
+            info.update({k: v.detach() for k, v in critic.items()})
 
         with torch.no_grad():
             target_q = self.reward_scale * batch.reward + self.discount * (
