@@ -61,6 +61,7 @@ def run_row(
     seed: int = 0,
     bindings: tuple[str, ...] = (),
     plugins: tuple[str, ...] = (),
+    device: str = "cpu",
 ):
     """Compose a shipped (or given) recipe at the tiny scale and run it in-process, as
     tools/run.py does; returns (metrics, algorithm)."""
@@ -72,12 +73,12 @@ def run_row(
         env=env,
         scale="tiny",
         seed=seed,
-        device="cpu",
+        device=device,
         bindings=[f"focal.data_root = '{data_root}'", *bindings],
         plugins=plugins,
         recipes_dir=RECIPES_DIR,
     )
     run_dir.mkdir(parents=True)
-    context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device="cpu")
+    context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device=device)
     algorithm = build(comp.experiment.algorithm, run=context)
     return algorithm.run(), algorithm

@@ -6,13 +6,15 @@
         [--out DIR] [--dry-run] [--debug]
 
 Resolves the recipe (recipe → envs/<env>.gin → scales/<scale>.gin → --seed → --gin_param), prints
-the resolved choices, creates a fresh run directory, writes the operative `config.gin` once the
-algorithm has built its parts, runs it and prints its headline last.
+the resolved choices, creates a fresh run directory, writes the operative `config.gin` and
+`run.json` (recipe, env, scale, seed, device) once the algorithm has built its parts, runs it and
+prints its headline last.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
@@ -100,6 +102,16 @@ def execute(args: argparse.Namespace) -> int:
         shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
         raise
     atomic_write_text(run_dir / "config.gin", operative_config())
+    record = {
+        "recipe": str(comp.recipe),
+        "algorithm": exp.algorithm_name,
+        "env": exp.env,
+        "scale": exp.scale,
+        "seed": exp.seed,
+        "device": exp.device,
+        "sources": list(comp.sources),
+    }
+    atomic_write_text(run_dir / "run.json", json.dumps(record, indent=1))
     out.print(f"run directory: {escape(str(run_dir))}")
     metrics = algorithm.run() or {}
     atomic_write_text(run_dir / "config.gin", operative_config())

@@ -285,7 +285,8 @@ class FocalTrainer:
             log.close()
             self.evaluator.close()
         seconds = time.perf_counter() - started
-        atomic_write_text(run_dir / "eval.json", json.dumps(result.to_dict(), indent=1))
+        record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
+        atomic_write_text(run_dir / "eval.json", json.dumps(record, indent=1))
         atomic_write_text(run_dir / "summary.md", self._summary(result, seconds))
         return {
             "test_return_mean": round(result.mean, 4),

@@ -44,8 +44,9 @@ def test_example_objective_matches_its_formula():
     import sys
 
     sys.path.insert(0, str(ROOT / "examples" / "extending"))
-    from components.objectives.embeddings import TaskEmbeddings
     from variance_ratio import VarianceRatio
+
+    from components.objectives.embeddings import TaskEmbeddings
 
     query = torch.tensor([[[0.0], [2.0]], [[4.0], [6.0]]])  # tasks at 1 and 5, spread ±1
     emb = TaskEmbeddings(query=query, query_mean=query.mean(1), task=torch.tensor([0, 1]))

@@ -144,3 +144,26 @@ def test_summary_and_eval_record(tiny_data, tmp_path):
     assert "test sparse return" in summary and "| 80 |" in summary
     record = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert set(record["per_task_sparse_return"]) == {str(i) for i in range(80, 100)}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_tiny_run_on_cuda(tiny_data, tmp_path):
+    metrics, trainer = run_row(
+        "focalpp.gin", "sparse_point_robot", tiny_data, tmp_path / "run", device="cuda"
+    )
+    assert trainer.train.data.obs.is_cuda
+    assert next(trainer.encoder.parameters()).is_cuda and next(trainer.agent.parameters()).is_cuda
+    assert metrics["headline"].startswith("test ")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
+def test_asking_for_cuda_without_a_gpu_is_a_clear_error(tmp_path):
+    result = cli("run", "--recipe", "focal.gin", "--device", "cuda", "--out", str(tmp_path / "r"))
+    assert result.returncode == 2
+    assert "no CUDA GPU" in result.stderr and "--device cpu" in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_device_is_rejected(tmp_path):
+    result = cli("run", "--recipe", "focal.gin", "--device", "tpu", "--dry-run")
+    assert result.returncode == 2 and "experiment.device" in result.stderr

@@ -1,0 +1,47 @@
+"""tools/report.py groups finished runs by (env, scale, recipe) and averages over seeds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tests.conftest import cli
+
+
+def test_report_averages_seeds_of_real_runs(tiny_data, tmp_path):
+    for seed in (0, 1):
+        done = cli(
+            "run",
+            "--recipe",
+            "focal.gin",
+            "--scale",
+            "tiny",
+            "--seed",
+            str(seed),
+            "--out",
+            str(tmp_path / "runs" / f"s{seed}"),
+            "--gin_param",
+            f"focal.data_root = '{tiny_data}'",
+        )
+        assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "runs" / "s0" / "run.json").read_text())
+    assert (record["env"], record["scale"], record["seed"]) == ("sparse_point_robot", "tiny", 0)
+    (tmp_path / "runs" / "broken").mkdir()
+    (tmp_path / "runs" / "broken" / "run.json").write_text(json.dumps(record))
+
+    result = cli("report", str(tmp_path / "runs"), "--markdown")
+    assert result.returncode == 0, result.stderr
+    means = [
+        json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text())["test_return_mean"]
+        for s in (0, 1)
+    ]
+    row = next(line for line in result.stdout.splitlines() if "| focal |" in line)
+    assert "| sparse_point_robot | tiny | focal | 0,1 |" in row
+    assert f"{np.mean(means):.2f} ± {np.std(means):.2f}" in row
+    assert "unfinished (no eval.json)" in result.stdout and "broken" in result.stdout
+
+
+def test_report_without_runs_is_an_error(tmp_path):
+    result = cli("report", str(tmp_path))
+    assert result.returncode == 2 and "no finished runs" in result.stderr
