@@ -176,7 +176,9 @@ class FocalTrainer:
         """Encode a small real context once: a recipe whose encoder cannot read this dataset's
         context fails here, naming both, not somewhere inside training."""
         probe = self.layout.tensor(
-            self.train.sample(torch.arange(min(2, self.train.n_tasks)), 4, sparse=True)
+            self.train.sample(
+                torch.arange(min(2, self.train.n_tasks)), 4, sparse=self.layout.sparse
+            )
         )
         try:
             with torch.no_grad():
@@ -184,8 +186,7 @@ class FocalTrainer:
         except (RuntimeError, ValueError, TypeError) as e:
             raise RecipeError(
                 f"encoder {self._parts(encoder)} cannot read this dataset's context: "
-                f"transitions of "
-                f"{self.layout.names} with sizes {self.layout.sizes} "
+                f"transitions of {self.layout.names} with sizes {self.layout.sizes} "
                 f"(width {sum(self.layout.sizes)}) from {self.dataset.path}: {e}"
             ) from e
         if tuple(z.shape) != (probe.shape[0], latent_dim):

@@ -31,7 +31,8 @@ class BRAC(nn.Module):
 
     Args:
         obs_dim, act_dim, latent_dim: sizes (set by the algorithm).
-        hidden: hidden sizes of every network (FOCAL: 3 × 256).
+        hidden: hidden sizes of policy, Q and V (FOCAL: 3 × 256); the divergence critic's are
+            its own argument (`dual_kl_critic.hidden`).
         lr: Adam learning rate of policy, Q and V (FOCAL++ table: 1e-3 point robots, 3e-3
             MuJoCo; the reference code 3e-4).
         divergence_lr: learning rate of the divergence critic (1e-4).
@@ -83,9 +84,9 @@ class BRAC(nn.Module):
         self.v_target.load_state_dict(self.v.state_dict())
         self.v_target.requires_grad_(False)
         self.uses_divergence = alpha > 0 or target_divergence is not None
-        self.divergence = divergence(in_features=x_dim, act_dim=act_dim, hidden=hidden)
+        # its own sizes come from gin (`dual_kl_critic.hidden`)
+        self.divergence = divergence(in_features=x_dim, act_dim=act_dim)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(max(alpha, 1e-8))))
-        self.alpha_is_zero = alpha == 0 and target_divergence is None
 
         def adam(params, rate):
             return torch.optim.Adam(params, lr=rate, fused=True)
@@ -98,7 +99,7 @@ class BRAC(nn.Module):
 
     @property
     def alpha(self) -> torch.Tensor:
-        return torch.zeros(()) if self.alpha_is_zero else self.log_alpha.exp().detach()
+        return self.log_alpha.exp().detach() if self.uses_divergence else torch.zeros(())
 
     def q_values(self, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Twin Q [2, ...] for x [..., F + Z] and action [..., A]."""
