@@ -35,6 +35,7 @@ class RunContext:
     seed: int
     run_dir: Path
     device: str = "cpu"  # "auto", "cpu", "cuda" or "cuda:N"; algorithms resolve it
+    resume: bool = False  # continue from run_dir's checkpoint instead of starting afresh
 
 
 @gin.configurable("experiment")

@@ -17,7 +17,10 @@ KINDS: dict[str, str] = {
     "env": "meta-environment family: gymnasium env factory plus its task distribution",
     "dataset": "builds or loads offline per-task datasets stored as [n_tasks, N, F] arrays",
     "sampler": "draws meta-batches [T, B, F] of named fields from tensor-resident datasets",
-    "algorithm": "class built as cls(run=RunContext) that builds its parts; .run() -> metrics dict",
+    "algorithm": (
+        "class built as cls(run=RunContext) that builds its parts; .run() -> metrics dict, "
+        "continuing from run.run_dir's checkpoint when run.resume is set"
+    ),
     "evaluator": "meta-test protocol or analysis: called on a trained algorithm, returns metrics",
     "backend": "executes a list of runs (local process pool, Ray); returns their outcomes",
 }

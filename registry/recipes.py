@@ -90,6 +90,12 @@ def compose(
             "a --gin_param binding changed experiment.env or experiment.scale; "
             "choose them with --env and --scale so their recipe files are included"
         )
+    # Bind the recipe's defaults explicitly, so the same run composes to the same configuration
+    # however it was asked for (flags given or not); resumed runs compare configurations.
+    parse_bindings(
+        [f"experiment.seed = {chosen.seed}", f"experiment.device = {chosen.device!r}"],
+        "the run's resolved seed and device",
+    )
     return Composition(recipe_path, tuple(sources), chosen)
 
 

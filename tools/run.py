@@ -4,11 +4,16 @@
         [--seed N] [--device auto|cpu|cuda] [--gin_param 'name.arg = value' ...]
         [--plugin MODULE_OR_FILE ...]
         [--out DIR] [--dry-run] [--debug]
+    python tools/run.py --resume RUN_DIR
 
 Resolves the recipe (recipe → envs/<env>.gin → scales/<scale>.gin → --seed → --gin_param), prints
 the resolved choices, creates a fresh run directory, writes the operative `config.gin` and
 `run.json` (recipe, env, scale, seed, device) once the algorithm has built its parts, runs it and
 prints its headline last.
+
+`--resume RUN_DIR` continues a run that was stopped (Ctrl-C, SIGTERM, a crash, a killed
+machine) from its last checkpoint, with the choices recorded in its run.json; a finished run is
+reported and left alone.
 """
 
 from __future__ import annotations
@@ -32,13 +37,20 @@ from rich.table import Table  # noqa: E402
 
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir  # noqa: E402
-from registry import Composition, RunContext, compose, operative_config  # noqa: E402
-from registry.recipes import build  # noqa: E402
+from registry import (  # noqa: E402
+    RECIPES_DIR,
+    Composition,
+    FocalppError,
+    RunContext,
+    compose,
+    operative_config,
+)
+from registry.recipes import build, find_recipe  # noqa: E402
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--recipe", required=True, help="recipe file (path, or name under recipes/)")
+    p.add_argument("--recipe", help="recipe file (path, or name under recipes/)")
     p.add_argument("--env", help="environment column: recipes/envs/<NAME>.gin")
     p.add_argument("--scale", help="scale: recipes/scales/<NAME>.gin (default from recipe: cpu)")
     p.add_argument("--seed", type=int, help="random seed (default from recipe: 0)")
@@ -47,6 +59,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")
     p.add_argument("--out", type=Path, help="run directory (must not exist)")
     p.add_argument("--runs-root", type=Path, default=Path("runs"), help="parent of default --out")
+    p.add_argument("--resume", type=Path, help="continue the run in this directory")
     p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
@@ -75,43 +88,120 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def recorded_run(args: argparse.Namespace) -> dict:
+    """The run.json of `--resume RUN_DIR`, checked against any choice also given as a flag."""
+    run_dir = args.resume
+    if not run_dir.is_dir():
+        raise FocalppError(f"cannot resume {run_dir}: no such run directory")
+    path = run_dir / "run.json"
+    if not path.is_file():
+        raise FocalppError(f"cannot resume {run_dir}: not a run directory (it has no run.json)")
+    try:
+        record = json.loads(path.read_text())
+        missing = [k for k in RECORDED if k not in record]
+    except (json.JSONDecodeError, TypeError) as e:
+        raise FocalppError(f"cannot resume {run_dir}: {path} is not a run record ({e})") from e
+    if missing:
+        raise FocalppError(f"cannot resume {run_dir}: {path} lacks {', '.join(missing)}")
+    if args.out is not None:
+        raise FocalppError("--resume continues the run in its own directory; drop --out")
+    given = {
+        "recipe": str(find_recipe(args.recipe, RECIPES_DIR)) if args.recipe else None,
+        "env": args.env,
+        "scale": args.scale,
+        "seed": args.seed,
+        "device": args.device,
+        "bindings": args.gin_param or None,
+        "plugins": args.plugin or None,
+    }
+    for key, value in given.items():
+        if value is not None and value != record.get(key, []):
+            raise FocalppError(
+                f"cannot resume {run_dir} with {key} {value!r}: it is a run of {key} "
+                f"{record.get(key, [])!r}. A resumed run keeps its recorded choices; drop the "
+                "flag, or start a new run"
+            )
+    return record
+
+
+RECORDED = ("recipe", "env", "scale", "seed", "device")
+
+
 def execute(args: argparse.Namespace) -> int:
+    if args.resume is None and args.recipe is None:
+        raise FocalppError("choose a recipe with --recipe, or a run to continue with --resume")
+    if args.resume is not None:
+        record = recorded_run(args)
+        if (args.resume / "eval.json").is_file():
+            result = json.loads((args.resume / "eval.json").read_text())
+            out.print(f"{escape(str(args.resume))} has finished; nothing to resume")
+            if "test_return_mean" in result:
+                out.print(
+                    f"test return {result['test_return_mean']:.2f} ± "
+                    f"{result.get('test_return_std', 0.0):.2f} after {result.get('steps')} steps"
+                )
+            return 0
+        recipe, env, scale, seed = (record[k] for k in ("recipe", "env", "scale", "seed"))
+        device, bindings = record["device"], record.get("bindings", [])
+        plugins = record.get("plugins", [])
+    else:
+        recipe, env, scale, seed, device = (
+            args.recipe,
+            args.env,
+            args.scale,
+            args.seed,
+            args.device,
+        )
+        bindings, plugins = args.gin_param, args.plugin
     comp = compose(
-        args.recipe,
-        env=args.env,
-        scale=args.scale,
-        seed=args.seed,
-        device=args.device,
-        bindings=args.gin_param,
-        plugins=args.plugin,
+        recipe,
+        env=env,
+        scale=scale,
+        seed=seed,
+        device=device,
+        bindings=bindings,
+        plugins=plugins,
     )
     show_choices(comp)
     if args.dry_run:
         return 0
     exp = comp.experiment
-    run_dir = create_run_dir(
-        args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)
-    )
+    resume = args.resume is not None
+    if resume:
+        run_dir = args.resume
+    else:
+        run_dir = create_run_dir(
+            args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)
+        )
     seed_everything(exp.seed)
     context = RunContext(
-        env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir, device=exp.device
+        env=exp.env,
+        scale=exp.scale,
+        seed=exp.seed,
+        run_dir=run_dir,
+        device=exp.device,
+        resume=resume,
     )
     try:
         algorithm = build(exp.algorithm, run=context)
     except BaseException:
-        shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
+        if not resume:
+            shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
         raise
     atomic_write_text(run_dir / "config.gin", operative_config())
-    record = {
-        "recipe": str(comp.recipe),
-        "algorithm": exp.algorithm_name,
-        "env": exp.env,
-        "scale": exp.scale,
-        "seed": exp.seed,
-        "device": exp.device,
-        "sources": list(comp.sources),
-    }
-    atomic_write_text(run_dir / "run.json", json.dumps(record, indent=1))
+    if not resume:
+        record = {
+            "recipe": str(comp.recipe),
+            "algorithm": exp.algorithm_name,
+            "env": exp.env,
+            "scale": exp.scale,
+            "seed": exp.seed,
+            "device": exp.device,
+            "bindings": list(bindings),
+            "plugins": [_plugin_reference(p) for p in plugins],
+            "sources": list(comp.sources),
+        }
+        atomic_write_text(run_dir / "run.json", json.dumps(record, indent=1))
     out.print(f"run directory: {escape(str(run_dir))}")
     metrics = algorithm.run() or {}
     atomic_write_text(run_dir / "config.gin", operative_config())
@@ -121,6 +211,12 @@ def execute(args: argparse.Namespace) -> int:
     if headline is not None:
         out.print(escape(str(headline)))
     return 0
+
+
+def _plugin_reference(plugin: str) -> str:
+    """A plugin file as an absolute path (a resume may start elsewhere); a module name as is."""
+    path = Path(plugin)
+    return str(path.resolve()) if path.suffix == ".py" and path.is_file() else plugin
 
 
 def main(argv: Sequence[str] | None = None) -> int:

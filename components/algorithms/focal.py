@@ -7,8 +7,11 @@ tasks):
   2. the representation objective on those embeddings -> encoder step (its only teacher);
   3. an RL batch (dense reward) with z detached -> one BRAC update of the actor-critic;
   4. the key encoder follows the query encoder (EMA).
-Every `eval_every` steps and at the end, the meta-test protocol scores the test tasks; the
-last good state is checkpointed then. Metrics go to metrics.jsonl; summary.md closes the run.
+Every `eval_every` steps and at the end, the meta-test protocol scores the test tasks. The whole
+training state (weights, optimisers, EMA key encoder, α, every random state, pending metric sums)
+is checkpointed every `checkpoint_every` steps, at each meta-test and when Ctrl-C / SIGTERM stops
+the run, so `tools/run.py --resume` continues it exactly. Metrics go to metrics.jsonl;
+summary.md closes the run.
 """
 
 from __future__ import annotations
@@ -37,6 +40,15 @@ from components.encoders.ema import EMAEncoder
 from components.evaluation.meta_test import MetaTest, MetaTestResult
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
+from components.reporting.checkpoint import (
+    CHECKPOINT,
+    StopRequests,
+    config_fingerprint,
+    load_checkpoint,
+    remove_stale_temporaries,
+    restore_rng_state,
+    rng_state,
+)
 from components.reporting.console import out
 from components.reporting.metrics import MetricsLog
 from components.reporting.run_dir import atomic_torch_save, atomic_write_text
@@ -47,6 +59,10 @@ from registry import FocalppError, RecipeError, RunContext, entry_of, get, regis
 
 class TrainingDiverged(FocalppError):
     """A loss became NaN or infinite."""
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped training at a step boundary, after a checkpoint was written."""
 
 
 @register("algorithm", "focal")
@@ -78,6 +94,7 @@ class FocalTrainer:
             encoder too (PEARL-style, for research).
         eval_every: steps between meta-tests (0: only at the end).
         log_every: steps between training-metric records.
+        checkpoint_every: steps between checkpoints besides those at meta-tests (0: none).
         data_root: dataset store root (default: $FOCALPP_DATA or the user cache).
         dataset_tag: dataset variant whose collection settings differ from the default ones
             (scales that change them set it, e.g. 'paper'): `<protocol>-s<seed>-<tag>`.
@@ -109,6 +126,7 @@ class FocalTrainer:
         detach_z: bool = True,
         eval_every: int = 10_000,
         log_every: int = 100,
+        checkpoint_every: int = 1000,
         data_root: str | None = None,
         dataset_tag: str | None = None,
         progress: bool = True,
@@ -116,6 +134,7 @@ class FocalTrainer:
         self.run_context = run
         self.device = resolve_device(run.device)
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
+        self.checkpoint_every = checkpoint_every
         self.meta_batch, self.context_batch, self.rl_batch = meta_batch, context_batch, rl_batch
         self.tasks_with_replacement, self.detach_z = tasks_with_replacement, detach_z
         self.show_progress = progress
@@ -247,45 +266,101 @@ class FocalTrainer:
             seed=self.run_context.seed,
         )
 
+    # --- checkpoints -----------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
+        """Everything the rest of the run depends on (the dataset is rebuilt from the store)."""
         return {
             "step": self.step,
+            "config_fingerprint": self._fingerprint,
             "encoder": self.encoder.state_dict(),
             "key_encoder": self.key_encoder.state_dict() if self.key_encoder else None,
+            "objective": self.objective.state_dict(),
             "agent": self.agent.state_dict(),
+            "optimizers": {
+                "encoder": self.encoder_opt.state_dict(),
+                **{f"agent.{k}": o.state_dict() for k, o in self.agent.optimizers().items()},
+            },
+            "rng": rng_state({"sampler": self.generator}),
+            "pending_metrics": dict(self._sums),
+            "metrics_records": self._log.count if self._log else 0,
+            "train_seconds": self._seconds(),
         }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.step = state["step"]
+        self.encoder.load_state_dict(state["encoder"])
+        if self.key_encoder is not None:
+            self.key_encoder.load_state_dict(state["key_encoder"])
+        self.objective.load_state_dict(state["objective"])
+        self.agent.load_state_dict(state["agent"])
+        self.encoder_opt.load_state_dict(state["optimizers"]["encoder"])
+        for name, opt in self.agent.optimizers().items():
+            opt.load_state_dict(state["optimizers"][f"agent.{name}"])
+        restore_rng_state(state["rng"], {"sampler": self.generator})
+        self._sums = dict(state["pending_metrics"])
+        self._seconds_before = state["train_seconds"]
+        records = state["metrics_records"]
+        if self.step == self.steps:  # stopped after the final meta-test: it is run again
+            records -= 1
+        self._resume_log = (records, self.step)
+
+    def save_checkpoint(self) -> None:
+        atomic_torch_save(self.state(), self.run_context.run_dir / CHECKPOINT)
+
+    def _seconds(self) -> float:
+        return self._seconds_before + time.perf_counter() - self._started
 
     def run(self) -> dict[str, Any]:
         run_dir = self.run_context.run_dir
-        log = MetricsLog(run_dir)
+        self._fingerprint = config_fingerprint()
+        self._sums: dict[str, torch.Tensor] = {}
+        self._seconds_before, self._log, self._resume_log = 0.0, None, None
+        if self.run_context.resume:
+            remove_stale_temporaries(run_dir)
+            self.load_state(load_checkpoint(run_dir, fingerprint=self._fingerprint))
+            out.print(f"resuming at step {self.step} of {self.steps}")
+        self._started = time.perf_counter()
+        self._log = log = MetricsLog(run_dir, resume=self._resume_log)
         eval_at = (
             set(range(self.eval_every, self.steps, self.eval_every)) if self.eval_every else set()
         )
-        started = time.perf_counter()
-        sums: dict[str, torch.Tensor] = {}
         result = None
         try:
-            with _training_progress(self.show_progress) as bar:
-                task = bar.add_task("training", total=self.steps)
+            with _training_progress(self.show_progress) as bar, StopRequests() as stop:
+                task = bar.add_task("training", total=self.steps, completed=self.step)
                 while self.step < self.steps:
+                    if stop.requested:
+                        self.save_checkpoint()
+                        raise TrainingStopped(
+                            f"{stop.requested} at step {self.step}: checkpoint written; "
+                            f"continue with: python tools/run.py --resume {run_dir}"
+                        )
                     metrics = self.train_step()
                     self.step += 1
                     self._check_finite(metrics)
                     for k, v in metrics.items():
-                        sums[k] = sums.get(k, 0.0) + v
+                        self._sums[k] = self._sums.get(k, 0.0) + v
                     if self.step % self.log_every == 0 or self.step == self.steps:
                         n = self.step % self.log_every or self.log_every
-                        log.write(self.step, "train", {k: float(v) / n for k, v in sums.items()})
-                        sums = {}
+                        log.write(
+                            self.step, "train", {k: float(v) / n for k, v in self._sums.items()}
+                        )
+                        self._sums = {}
                     if self.step in eval_at:
                         result = self._evaluate_and_save(log)
                         bar.update(task, description=f"training · {result.describe()}")
+                    elif (
+                        self.checkpoint_every
+                        and self.step % self.checkpoint_every == 0
+                        and self.step < self.steps  # the last checkpoint follows the final test
+                    ):
+                        self.save_checkpoint()
                     bar.update(task, completed=self.step)
             result = self._evaluate_and_save(log)
         finally:
             log.close()
             self.evaluator.close()
-        seconds = time.perf_counter() - started
+        seconds = self._seconds()
         record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
         atomic_write_text(run_dir / "eval.json", json.dumps(record, indent=1))
         atomic_write_text(run_dir / "summary.md", self._summary(result, seconds))
@@ -300,7 +375,7 @@ class FocalTrainer:
         result = self.evaluate()
         record = result.to_dict()
         log.write(self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)})
-        atomic_torch_save(self.state(), self.run_context.run_dir / "checkpoint.pt")
+        self.save_checkpoint()
         return result
 
     def _check_finite(self, metrics: dict[str, torch.Tensor]) -> None:
@@ -308,7 +383,7 @@ class FocalTrainer:
         if bool(torch.isfinite(torch.stack(list(losses.values()))).all()):
             return
         bad = next(k for k, v in losses.items() if not math.isfinite(float(v)))
-        checkpoint = self.run_context.run_dir / "checkpoint.pt"
+        checkpoint = self.run_context.run_dir / CHECKPOINT
         kept = (
             f"the last good checkpoint is {checkpoint}"
             if checkpoint.exists()

@@ -6,7 +6,9 @@ is reused only if it was built with the same protocol settings; otherwise the er
 
 from __future__ import annotations
 
+import fcntl
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from components.data.behaviour import Progress
@@ -19,6 +21,7 @@ from components.data.store import (
     rebuild_command,
     write_dataset,
 )
+from components.reporting.console import out
 from registry import get
 
 
@@ -40,16 +43,46 @@ def ensure_dataset(
     root = Path(root) if root is not None else cache_root()
     path = dataset_dir(root, family_name, protocol, seed, tag)
     builder = get("dataset", protocol)()
-    if path.exists():
-        dataset = load_dataset(path)  # raises for half-written or unreadable datasets
-        built_with = dataset.manifest.get("settings")
-        if built_with != _jsonable(builder.settings()):
-            raise DatasetError(
-                f"{path} was built with other settings than this run asks for:\n"
-                f"  stored:    {built_with}\n  requested: {_jsonable(builder.settings())}\n"
-                "use another --out (or $FOCALPP_DATA) or --tag, or delete it to rebuild"
-            )
-        return dataset
+    if path.exists():  # only ever renamed into place complete: no lock needed to read it
+        return _cached(path, builder)
+    with build_lock(path):
+        if path.exists():  # another process built it while this one waited
+            return _cached(path, builder)
+        return _build(path, family_name, protocol, seed, builder, progress, tag, scale, root)
+
+
+def _cached(path: Path, builder) -> Dataset:
+    dataset = load_dataset(path)  # raises for half-written or unreadable datasets
+    built_with = dataset.manifest.get("settings")
+    if built_with != _jsonable(builder.settings()):
+        raise DatasetError(
+            f"{path} was built with other settings than this run asks for:\n"
+            f"  stored:    {built_with}\n  requested: {_jsonable(builder.settings())}\n"
+            "use another --out (or $FOCALPP_DATA) or --tag, or delete it to rebuild"
+        )
+    return dataset
+
+
+@contextmanager
+def build_lock(path: Path):
+    """An exclusive lock on `.<dataset dir>.lock` beside the dataset: of several processes that
+    need the same missing dataset (a sweep's workers), one builds it, the others wait and load
+    it. The kernel drops the lock if its holder dies, so a killed build blocks nobody."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = path.with_name(f".{path.name}.lock")
+    with open(lock_path, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            out.print(f"waiting for another process to finish building {path}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build(path, family_name, protocol, seed, builder, progress, tag, scale, root) -> Dataset:
     family = get("env", family_name)(seed=seed)
     collected = builder.build(family, seed=seed, progress=progress)
     train, test = family.split_indices()

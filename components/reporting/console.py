@@ -25,6 +25,6 @@ def run_tool(execute: Callable[[argparse.Namespace], int], args: argparse.Namesp
             raise
         err.print(f"[bold red]error:[/] {escape(str(e))}")
         return 2
-    except KeyboardInterrupt:
-        err.print("interrupted")
+    except KeyboardInterrupt as e:
+        err.print(f"interrupted: {escape(str(e))}" if str(e) else "interrupted")
         return 130

@@ -97,6 +97,16 @@ class BRAC(nn.Module):
         self.divergence_opt = adam(self.divergence.parameters(), divergence_lr)
         self.alpha_opt = adam([self.log_alpha], alpha_lr)
 
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """Every optimiser, by name (a checkpoint saves their states beside the weights)."""
+        return {
+            "policy": self.policy_opt,
+            "q": self.q_opt,
+            "v": self.v_opt,
+            "divergence": self.divergence_opt,
+            "alpha": self.alpha_opt,
+        }
+
     @property
     def alpha(self) -> torch.Tensor:
         return self.log_alpha.exp().detach() if self.uses_divergence else torch.zeros(())

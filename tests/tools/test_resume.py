@@ -1,0 +1,142 @@
+"""Exact resume: a run killed (SIGKILL) or stopped (Ctrl-C) mid-way and continued with
+`tools/run.py --resume` ends with the same metrics as a run that was never interrupted.
+
+Real subprocesses throughout, one thread each (thread count changes float sums). What is not
+bitwise: `train_seconds` in eval.json (wall time) and TensorBoard's event files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from components.reporting.checkpoint import CHECKPOINT, load_checkpoint, remove_stale_temporaries
+from tests.conftest import ROOT, cli
+
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+STEPS = 300
+
+
+def flags(data_root: Path) -> list[str]:
+    bindings = (
+        f"focal.data_root = '{data_root}'",
+        f"focal.steps = {STEPS}",
+        "focal.eval_every = 100",
+        "focal.log_every = 10",
+        "focal.checkpoint_every = 25",
+    )
+    return [
+        "--recipe",
+        "focalpp.gin",
+        "--env",
+        "sparse_point_robot",
+        "--scale",
+        "tiny",
+        *(arg for b in bindings for arg in ("--gin_param", b)),
+    ]
+
+
+def start_run(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "run.py"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "250", **ONE_THREAD},
+        cwd=ROOT,
+    )
+
+
+def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
+    """Block until the run has logged `step` (it is then past a checkpoint)."""
+    deadline = time.monotonic() + 240
+    log = run_dir / "metrics.jsonl"
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if log.exists() and any(
+            json.loads(line)["step"] >= step for line in log.read_text().splitlines()
+        ):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"run never reached step {step}")
+
+
+def final(run_dir: Path) -> tuple[str, dict]:
+    record = json.loads((run_dir / "eval.json").read_text())
+    record.pop("train_seconds")
+    return (run_dir / "metrics.jsonl").read_text(), record
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_data, tmp_path_factory) -> tuple[str, dict]:
+    out = tmp_path_factory.mktemp("resume") / "uninterrupted"
+    r = cli("run", *flags(tiny_data), "--out", str(out), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
+    return final(out)
+
+
+def test_sigkill_then_resume_matches_uninterrupted_run(uninterrupted, tiny_data, tmp_path):
+    out = tmp_path / "killed"
+    proc = start_run([*flags(tiny_data), "--out", str(out)])
+    wait_for_step(out, 130, proc)
+    proc.kill()  # SIGKILL: no handler runs, nothing is flushed
+    proc.wait()
+    checkpoint_step = load_checkpoint(out)["step"]
+    assert 125 <= checkpoint_step < STEPS
+    r = cli("run", "--resume", str(out), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
+    assert f"resuming at step {checkpoint_step} of {STEPS}" in r.stdout
+    assert final(out) == uninterrupted
+
+
+def test_ctrl_c_checkpoints_exits_cleanly_and_resumes_exactly(uninterrupted, tiny_data, tmp_path):
+    out = tmp_path / "interrupted"
+    proc = start_run([*flags(tiny_data), "--out", str(out)])
+    wait_for_step(out, 110, proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "SIGINT at step" in stderr and f"--resume {out}" in stderr
+    assert "Traceback" not in stderr
+    stopped_at = load_checkpoint(out)["step"]
+    assert 110 <= stopped_at < STEPS
+    r = cli("run", "--resume", str(out), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
+    assert final(out) == uninterrupted
+    again = cli("run", "--resume", str(out))  # finished: reported, left alone
+    assert again.returncode == 0 and "has finished; nothing to resume" in again.stdout
+    assert final(out) == uninterrupted
+
+
+WRITER = """
+import sys, torch
+sys.path.insert(0, {root!r})
+from components.reporting.run_dir import atomic_torch_save
+atomic_torch_save({{"step": 2, "big": torch.zeros(200_000_000)}}, {path!r})
+"""
+
+
+def test_checkpoint_write_killed_half_way_keeps_the_previous_one(tmp_path):
+    from components.reporting.run_dir import atomic_torch_save
+
+    path = tmp_path / CHECKPOINT
+    atomic_torch_save({"step": 1, "weights": torch.arange(3.0)}, path)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER.format(root=str(ROOT), path=str(path))])
+    deadline = time.monotonic() + 120
+    while not any(p.stat().st_size > 1_000_000 for p in tmp_path.glob(".*.tmp")):
+        assert writer.poll() is None and time.monotonic() < deadline, "writer ended early"
+        time.sleep(0.01)
+    writer.kill()
+    writer.wait()
+    assert list(tmp_path.glob(".*.tmp")), "the killed write left its temporary file"
+    state = load_checkpoint(tmp_path)
+    assert state["step"] == 1 and torch.equal(state["weights"], torch.arange(3.0))
+    assert remove_stale_temporaries(tmp_path) and not list(tmp_path.glob(".*.tmp"))
