@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
+# which would shadow the components package.
+sys.path.insert(0, str(ROOT))
 
 import gin  # noqa: E402
 from rich.markup import escape  # noqa: E402

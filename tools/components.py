@@ -12,8 +12,9 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
+# which would shadow the components package.
+sys.path.insert(0, str(ROOT))
 
 from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402

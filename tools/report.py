@@ -1,8 +1,9 @@
 """Tabulate finished runs: mean ± std of the final test return over seeds, per recipe and env.
 
-    python tools/report.py RUN_DIR_OR_PARENT [...] [--markdown]
+    python tools/report.py RUN_DIR_OR_PARENT_OR_STUDY [...] [--markdown]
 
-Finds every run directory (one holding run.json and eval.json) under the given paths, groups
+Finds every run directory (one holding run.json and eval.json) under the given paths (for a
+study directory of tools/sweep.py, the runs its index.json lists; failed ones are named), groups
 runs by (env, scale, recipe) and prints one row per group: seeds, the mean over seeds of each
 run's mean test return (sparse where the family is sparse), the std over seeds, the mean std
 over test tasks, and the mean training time. Unfinished runs (no eval.json) are listed apart.
@@ -18,13 +19,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
+# which would shadow the components package.
+sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.reporting.console import out, run_tool  # noqa: E402
+from components.sweep.runner import INDEX, read_index  # noqa: E402
 from registry import FocalppError  # noqa: E402
 
 COLUMNS = ("env", "scale", "recipe", "seeds", "test return", "std over tasks", "train s")
@@ -38,20 +42,32 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[Path]]:
-    finished, unfinished = [], []
+def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
+    """Finished runs (run.json + eval.json) and notes on the others. A study directory (one
+    with index.json, written by tools/sweep.py) contributes the runs its index lists."""
+    finished, others = [], []
     for root in paths:
         if not root.exists():
             raise FocalppError(f"{root} does not exist")
-        for run_json in sorted(root.rglob("run.json")):
-            run_dir = run_json.parent
+        if root.name == INDEX or (root / INDEX).is_file():
+            study_dir = root.parent if root.name == INDEX else root
+            index = read_index(study_dir)
+            run_dirs = []
+            for entry in index["runs"]:
+                if entry["status"] == "done":
+                    run_dirs.append(study_dir / entry["run_dir"])
+                else:
+                    others.append(f"failed: {entry['name']} ({entry['reason']})")
+        else:
+            run_dirs = [p.parent for p in sorted(root.rglob("run.json"))]
+        for run_dir in run_dirs:
             if not (run_dir / "eval.json").is_file():
-                unfinished.append(run_dir)
+                others.append(f"unfinished (no eval.json): {run_dir}")
                 continue
-            run = json.loads(run_json.read_text())
+            run = json.loads((run_dir / "run.json").read_text())
             run["eval"] = json.loads((run_dir / "eval.json").read_text())
             finished.append(run)
-    return finished, unfinished
+    return finished, others
 
 
 def rows(runs: list[dict]) -> list[tuple[str, ...]]:
@@ -95,8 +111,8 @@ def execute(args: argparse.Namespace) -> int:
         for row in table_rows:
             table.add_row(*row)
         out.print(table)
-    for run_dir in unfinished:
-        out.print(f"unfinished (no eval.json): {run_dir}")
+    for note in unfinished:
+        out.print(escape(note))
     return 0
 
 

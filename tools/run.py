@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # running from a checkout without an install still works
-    sys.path.insert(0, str(ROOT))
+# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
+# which would shadow the components package.
+sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

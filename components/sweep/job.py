@@ -1,0 +1,107 @@
+"""One run of a study, executed the way a user would: `tools/run.py` in a fresh process.
+
+A fresh process per run re-parses the recipe and bindings (gin is process-global), isolates a
+crash, and gives each run its own thread budget. The run's directory decides what happens:
+finished (eval.json) → skipped; checkpointed → `--resume`; started but never checkpointed →
+removed and started again. So executing a job twice never does the work twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from components.reporting.checkpoint import CHECKPOINT
+from components.sweep.study import RunSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_TOOL = ROOT / "tools" / "run.py"
+USER_ERROR = 2  # tools/run.py's exit status for a bad recipe, binding or dataset
+
+
+@dataclass(frozen=True)
+class Job:
+    """A run, where its directory lives, and how many threads it may use."""
+
+    spec: RunSpec
+    study_dir: str
+    threads: int = 1
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.study_dir) / "runs" / self.spec.name
+
+    @property
+    def log(self) -> Path:
+        return Path(self.study_dir) / "logs" / f"{self.spec.name}.log"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one attempt at a job."""
+
+    name: str
+    status: str  # "done" or "failed"
+    how: str  # "ran", "resumed" or "skipped" (already finished)
+    reason: str = ""  # why it failed
+    retryable: bool = False  # died (signal, crash) rather than refused (user error)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def execute(job: Job) -> Outcome:
+    """Run (or resume, or skip) one job in a `tools/run.py` subprocess; never raises for the
+    run's own failures, which come back as a failed Outcome with the reason."""
+    name, run_dir = job.spec.name, job.run_dir
+    if (run_dir / "eval.json").is_file():
+        return Outcome(name, "done", "skipped")
+    if (run_dir / CHECKPOINT).is_file():
+        how, args = "resumed", ["--resume", str(run_dir)]
+    else:
+        if run_dir.exists():  # died before its first checkpoint: nothing worth keeping
+            shutil.rmtree(run_dir)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        how, args = "ran", [*job.spec.run_args(), "--out", str(run_dir)]
+    job.log.parent.mkdir(parents=True, exist_ok=True)
+    threads = str(job.threads)
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+    env["COLUMNS"] = "200"
+    with open(job.log, "a", encoding="utf-8") as log:
+        log.write(f"$ tools/run.py {' '.join(args)}\n")
+        log.flush()
+        proc = subprocess.run(
+            [sys.executable, str(RUN_TOOL), *args],
+            stdout=log,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        log.write(proc.stderr)
+    if proc.returncode == 0 and (run_dir / "eval.json").is_file():
+        return Outcome(name, "done", how)
+    return Outcome(name, "failed", how, _reason(proc), retryable=proc.returncode != USER_ERROR)
+
+
+def _reason(proc: subprocess.CompletedProcess) -> str:
+    if proc.returncode < 0:
+        return f"killed by {signal.Signals(-proc.returncode).name}"
+    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("error:", "interrupted"))]
+    last = errors[-1] if errors else (lines[-1] if lines else "no message")
+    return f"exit status {proc.returncode}: {last}"
+
+
+def run_summary(run_dir: Path) -> dict[str, Any]:
+    """The numbers an index keeps from a finished run's eval.json."""
+    record = json.loads((Path(run_dir) / "eval.json").read_text())
+    keys = ("test_return_mean", "test_return_std", "steps", "train_seconds")
+    return {k: record[k] for k in keys if k in record}

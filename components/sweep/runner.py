@@ -1,0 +1,120 @@
+"""Run a study through a backend, retry runs that died, and write the study's index.
+
+The study directory holds `study.json` (the spec that made it), `runs/<name>/` (one run
+directory each, as tools/run.py writes them), `logs/<name>.log` (each attempt's output) and
+`index.json`: one entry per run with its status, attempts, failure reason and final numbers.
+`tools/report.py` reads the index. Running a study again skips finished runs and resumes
+interrupted ones, so a study can be stopped and restarted at will.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from components.reporting.run_dir import atomic_write_text
+from components.sweep.job import Job, Outcome, run_summary
+from components.sweep.study import Study, StudyError
+
+INDEX = "index.json"
+# What a run's result depends on: a study directory refuses a spec that changes these.
+RUN_SHAPING = ("scale", "bindings", "plugins")
+
+
+def run_study(
+    study: Study,
+    out: Path,
+    backend: Any,
+    *,
+    backend_name: str,
+    on_outcome: Callable[[Outcome], None] = lambda outcome: None,
+) -> dict[str, Any]:
+    """Execute every run of `study` under `out` with `backend`; returns the index written."""
+    out = Path(out)
+    _claim(out, study)
+    jobs = [Job(spec, str(out), study.threads_per_run) for spec in study.runs()]
+    before = {r["name"]: r for r in read_index(out)["runs"]} if (out / INDEX).is_file() else {}
+    attempts = dict.fromkeys((j.spec.name for j in jobs), 0)
+    final: dict[str, Outcome] = {}
+    pending = jobs
+    while pending:
+        outcomes = backend.run(pending, on_outcome)
+        for job, outcome in zip(pending, outcomes, strict=True):
+            attempts[job.spec.name] += outcome.how != "skipped"
+            final[job.spec.name] = outcome
+        pending = [
+            job
+            for job, outcome in zip(pending, outcomes, strict=True)
+            if outcome.status == "failed"
+            and outcome.retryable
+            and attempts[job.spec.name] <= study.retries
+        ]
+        index = _index(study, backend_name, jobs, final, attempts, before)
+        atomic_write_text(out / INDEX, json.dumps(index, indent=1))
+    return index
+
+
+def _claim(out: Path, study: Study) -> None:
+    """Create the study directory, or check that an existing one was made by a compatible
+    spec (more recipes, envs or seeds are fine; other bindings would mix results)."""
+    spec_file = out / "study.json"
+    if spec_file.is_file():
+        before = json.loads(spec_file.read_text())
+        changed = [k for k in RUN_SHAPING if before.get(k) != study.to_dict()[k]]
+        if changed:
+            raise StudyError(
+                f"{out} holds runs of a study with other {', '.join(changed)} "
+                f"({', '.join(f'{k}: {before.get(k)!r}' for k in changed)}); its finished runs "
+                "would be mixed with new ones. Choose another --out"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(spec_file, json.dumps(study.to_dict(), indent=1))
+
+
+def _index(study, backend_name, jobs, final, attempts, before) -> dict[str, Any]:
+    """The index; a run skipped as finished keeps how it got there from the previous index."""
+    runs = []
+    for job in jobs:
+        spec, outcome = job.spec, final[job.spec.name]
+        how, tries = outcome.how, attempts[spec.name]
+        if how == "skipped" and spec.name in before:
+            how, tries = before[spec.name]["how"], before[spec.name]["attempts"]
+        entry: dict[str, Any] = {
+            "name": spec.name,
+            "recipe": spec.recipe,
+            "env": spec.env,
+            "seed": spec.seed,
+            "scale": spec.scale,
+            "status": outcome.status,
+            "how": how,
+            "attempts": tries,
+            "reason": outcome.reason,
+            "run_dir": str(Path("runs") / spec.name),
+        }
+        if outcome.status == "done":
+            entry.update(run_summary(job.run_dir))
+        runs.append(entry)
+    failed = [r["name"] for r in runs if r["status"] != "done"]
+    return {
+        "study": study.to_dict(),
+        "backend": backend_name,
+        "done": len(runs) - len(failed),
+        "failed": failed,
+        "runs": runs,
+    }
+
+
+def read_index(path: Path) -> dict[str, Any]:
+    """A study's index (`path` is the study directory or its index.json)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / INDEX
+    try:
+        index = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise StudyError(f"cannot read the study index {path}: {e}") from e
+    if not isinstance(index, dict) or "runs" not in index:
+        raise StudyError(f"{path} is not a study index (no `runs`)")
+    return index

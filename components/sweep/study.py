@@ -1,0 +1,169 @@
+"""A study: recipes × environments × seeds at one scale, read from a small TOML file.
+
+    name = "table1-point-robots"
+    recipes = ["focal.gin", "focalpp.gin"]      # under recipes/, or paths
+    envs = ["sparse_point_robot", "point_robot_wind"]
+    seeds = [0, 1, 2]
+    scale = "cpu"                                # optional, default "cpu"
+    bindings = ["focal.steps = 6000"]            # optional: --gin_param for every run
+    plugins = []                                 # optional: --plugin for every run
+    retries = 1                                  # optional: re-runs of a run that died
+    threads_per_run = 1                          # optional: torch threads of each run
+
+The same file runs on every backend (tools/sweep.py --backend local|ray).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from registry import FocalppError
+
+
+class StudyError(FocalppError):
+    """A study file that cannot be read or asks for something impossible."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a study: what `tools/run.py` is asked for, and its directory's name."""
+
+    name: str
+    recipe: str
+    env: str
+    seed: int
+    scale: str
+    bindings: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+
+    def run_args(self) -> list[str]:
+        args = ["--recipe", self.recipe, "--env", self.env, "--scale", self.scale]
+        args += ["--seed", str(self.seed)]
+        for binding in self.bindings:
+            args += ["--gin_param", binding]
+        for plugin in self.plugins:
+            args += ["--plugin", plugin]
+        return args
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    recipes: tuple[str, ...]
+    envs: tuple[str, ...]
+    seeds: tuple[int, ...]
+    scale: str = "cpu"
+    bindings: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    retries: int = 1
+    threads_per_run: int = 1
+    source: str = field(default="", compare=False)
+
+    def runs(self) -> list[RunSpec]:
+        """Every run, recipe-major, then env, then seed (the order of the index)."""
+        return [
+            RunSpec(
+                name=f"{Path(recipe).stem}-{env}-s{seed}",
+                recipe=recipe,
+                env=env,
+                seed=seed,
+                scale=self.scale,
+                bindings=self.bindings,
+                plugins=self.plugins,
+            )
+            for recipe in self.recipes
+            for env in self.envs
+            for seed in self.seeds
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "recipes": list(self.recipes),
+            "envs": list(self.envs),
+            "seeds": list(self.seeds),
+            "scale": self.scale,
+            "bindings": list(self.bindings),
+            "plugins": list(self.plugins),
+            "retries": self.retries,
+            "threads_per_run": self.threads_per_run,
+        }
+
+
+REQUIRED = {"name": str, "recipes": list, "envs": list, "seeds": list}
+OPTIONAL = {
+    "scale": str,
+    "bindings": list,
+    "plugins": list,
+    "retries": int,
+    "threads_per_run": int,
+}
+
+
+def load_study(path: Path) -> Study:
+    """Read and check a study file; every problem names the file and the key."""
+    path = Path(path)
+    if not path.is_file():
+        raise StudyError(f"study file not found: {path}")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise StudyError(f"{path} is not valid TOML: {e}") from e
+    unknown = sorted(set(raw) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        raise StudyError(
+            f"{path}: unknown key(s) {', '.join(unknown)}; a study has "
+            f"{', '.join([*REQUIRED, *OPTIONAL])}"
+        )
+    for key, kind in {**REQUIRED, **OPTIONAL}.items():
+        if key not in raw:
+            if key in REQUIRED:
+                raise StudyError(f"{path}: missing `{key}` ({kind.__name__})")
+            continue
+        value = raw[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise StudyError(
+                f"{path}: `{key}` must be a {kind.__name__}, got {type(value).__name__} {value!r}"
+            )
+    for key in ("recipes", "envs", "bindings", "plugins"):
+        _check_items(path, key, raw.get(key, []), str)
+    _check_items(path, "seeds", raw["seeds"], int)
+    for key in ("recipes", "envs", "seeds"):
+        if not raw[key]:
+            raise StudyError(f"{path}: `{key}` is empty; list at least one")
+        if len(set(raw[key])) != len(raw[key]):
+            raise StudyError(f"{path}: `{key}` lists an entry twice: {raw[key]}")
+    if any(s < 0 for s in raw["seeds"]):
+        raise StudyError(f"{path}: seeds must be non-negative, got {raw['seeds']}")
+    if not re.fullmatch(r"[\w.-]+", raw["name"]):
+        raise StudyError(
+            f"{path}: `name` {raw['name']!r} must be a plain name (letters, digits, . _ -)"
+        )
+    if raw.get("retries", 1) < 0 or raw.get("threads_per_run", 1) < 1:
+        raise StudyError(f"{path}: `retries` must be ≥ 0 and `threads_per_run` ≥ 1")
+    stems = [Path(r).stem for r in raw["recipes"]]
+    if len(set(stems)) != len(stems):
+        raise StudyError(f"{path}: two recipes share a file name, so their runs would collide")
+    return Study(
+        name=raw["name"],
+        recipes=tuple(raw["recipes"]),
+        envs=tuple(raw["envs"]),
+        seeds=tuple(raw["seeds"]),
+        scale=raw.get("scale", "cpu"),
+        bindings=tuple(raw.get("bindings", ())),
+        plugins=tuple(raw.get("plugins", ())),
+        retries=raw.get("retries", 1),
+        threads_per_run=raw.get("threads_per_run", 1),
+        source=str(path),
+    )
+
+
+def _check_items(path: Path, key: str, items: list, kind: type) -> None:
+    bad = [v for v in items if not isinstance(v, kind) or isinstance(v, bool)]
+    if bad:
+        raise StudyError(f"{path}: `{key}` must list {kind.__name__}s, got {bad[0]!r}")

@@ -1,0 +1,146 @@
+"""Studies through tools/sweep.py: a killed worker is reported and the rest finish, running the
+study again resumes it and skips the finished runs, and Ray gives the index the local pool does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, cli
+
+STEPS = 200
+
+
+def write_study(path: Path, data_root: Path, *, seeds=(0, 1, 2), retries=0, steps=STEPS) -> Path:
+    path.write_text(
+        f"""
+name = "killtest"
+recipes = ["focal.gin"]
+envs = ["sparse_point_robot"]
+seeds = {list(seeds)}
+scale = "tiny"
+retries = {retries}
+bindings = [
+    "focal.data_root = '{data_root}'",
+    "focal.steps = {steps}",
+    "focal.eval_every = 100",
+    "focal.log_every = 10",
+    "focal.checkpoint_every = 20",
+]
+"""
+    )
+    return path
+
+
+def run_pid(run_dir: Path) -> int | None:
+    """The pid of the tools/run.py process working in `run_dir`, if one is running."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"run.py" in b" ".join(argv) and str(run_dir).encode() in argv:
+            return int(proc.name)
+    return None
+
+
+def sweep(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "sweep.py"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "250"},
+        cwd=ROOT,
+    )
+
+
+def kill_when_logged(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 240
+    log = run_dir / "metrics.jsonl"
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        lines = log.read_text().splitlines() if log.exists() else []
+        if any(json.loads(line)["step"] >= step for line in lines):
+            pid = run_pid(run_dir)
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"{run_dir} never reached step {step}")
+
+
+def test_killed_worker_is_reported_then_resumed_by_running_again(tiny_data, tmp_path):
+    study = write_study(tmp_path / "study.toml", tiny_data, retries=0)
+    out = tmp_path / "study"
+    victim = out / "runs" / "focal-sparse_point_robot-s0"
+    proc = sweep(str(study), "--out", str(out), "--workers", "1")
+    kill_when_logged(victim, 50, proc)
+    _, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 2
+    assert "1 of 3 runs failed: focal-sparse_point_robot-s0 (killed by SIGKILL)" in stderr
+    index = json.loads((out / "index.json").read_text())
+    status = {r["name"]: (r["status"], r["reason"]) for r in index["runs"]}
+    assert status == {
+        "focal-sparse_point_robot-s0": ("failed", "killed by SIGKILL"),
+        "focal-sparse_point_robot-s1": ("done", ""),
+        "focal-sparse_point_robot-s2": ("done", ""),
+    }
+    assert index["failed"] == ["focal-sparse_point_robot-s0"]
+    report = cli("report", str(out))
+    assert report.returncode == 0 and "failed: focal-sparse_point_robot-s0" in report.stdout
+
+    again = cli("sweep", str(study), "--out", str(out), "--retries", "1")
+    assert again.returncode == 0, again.stderr
+    index = json.loads((out / "index.json").read_text())
+    how = {r["name"]: (r["status"], r["how"]) for r in index["runs"]}
+    assert how == {
+        "focal-sparse_point_robot-s0": ("done", "resumed"),
+        "focal-sparse_point_robot-s1": ("done", "ran"),  # finished before: skipped, kept
+        "focal-sparse_point_robot-s2": ("done", "ran"),
+    }
+    assert "focal-sparse_point_robot-s1: done, skipped" in again.stdout
+
+
+def test_a_run_that_dies_is_retried_within_the_study(tiny_data, tmp_path):
+    study = write_study(tmp_path / "study.toml", tiny_data, seeds=(0, 1), retries=1)
+    out = tmp_path / "study"
+    victim = out / "runs" / "focal-sparse_point_robot-s0"
+    proc = sweep(str(study), "--out", str(out), "--workers", "1")
+    kill_when_logged(victim, 50, proc)
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr
+    assert "focal-sparse_point_robot-s0: failed, ran (killed by SIGKILL)" in stdout
+    entry = json.loads((out / "index.json").read_text())["runs"][0]
+    assert (entry["status"], entry["how"], entry["attempts"]) == ("done", "resumed", 2)
+    assert entry["steps"] == STEPS
+
+
+def test_ray_backend_gives_the_index_of_the_local_backend(tiny_data, tmp_path):
+    pytest.importorskip("ray")
+    study = write_study(tmp_path / "study.toml", tiny_data, seeds=(0, 1), steps=40)
+    indexes = {}
+    for backend in ("local", "ray"):
+        out = tmp_path / backend
+        r = cli("sweep", str(study), "--out", str(out), "--backend", backend, "--workers", "2")
+        assert r.returncode == 0, r.stderr
+        indexes[backend] = json.loads((out / "index.json").read_text())
+    assert indexes["ray"]["backend"] == "ray"
+    local, ray = (
+        [{k: v for k, v in run.items() if k != "train_seconds"} for run in indexes[b]["runs"]]
+        for b in ("local", "ray")
+    )
+    assert local == ray and all(run["status"] == "done" for run in local)
+    for run in local:  # the same runs, step for step
+        logs = [(tmp_path / b / run["run_dir"] / "metrics.jsonl").read_text() for b in indexes]
+        assert logs[0] == logs[1]

@@ -1,0 +1,107 @@
+"""Run a study: every recipe × environment × seed of a TOML study file.
+
+    python tools/sweep.py STUDY.toml [--out DIR] [--backend local|ray] [--workers N]
+        [--address ADDR] [--retries N] [--dry-run]
+
+Each run is `tools/run.py` in its own process, in `<out>/runs/<recipe>-<env>-s<seed>/`.
+Finished runs are skipped and interrupted ones resumed, so running a study again continues it.
+A run that dies (killed, crashed) is resumed up to `retries` times; one refused for bad input
+is not retried. `<out>/index.json` lists every run's status, attempts, failure reason and final
+numbers; `python tools/report.py <out>` tabulates it. Exit status 0 only if every run finished.
+The default `--out` is runs/studies/<study name>. See docs/SWEEPS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
+# which would shadow the components package.
+sys.path.insert(0, str(ROOT))
+
+from rich.markup import escape  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+import components.sweep.local  # noqa: E402  (registers the backends)
+import components.sweep.ray_backend  # noqa: E402, F401
+from components.reporting.console import out, run_tool  # noqa: E402
+from components.sweep.job import Outcome  # noqa: E402
+from components.sweep.runner import INDEX, run_study  # noqa: E402
+from components.sweep.study import StudyError, load_study  # noqa: E402
+from registry import FocalppError, get  # noqa: E402
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("study", type=Path, help="study file (TOML)")
+    p.add_argument("--out", type=Path, help="study directory (default runs/studies/<name>)")
+    p.add_argument("--backend", default="local", help="registered backend: local (default), ray")
+    p.add_argument("--workers", type=int, help="concurrent runs (default: cores / threads)")
+    p.add_argument("--address", help="Ray cluster address (ray backend; default: start Ray here)")
+    p.add_argument("--retries", type=int, help="override the study's retries")
+    p.add_argument("--dry-run", action="store_true", help="list the runs and stop")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    return p.parse_args(argv)
+
+
+def execute(args: argparse.Namespace) -> int:
+    study = load_study(args.study)
+    if args.retries is not None:
+        if args.retries < 0:
+            raise StudyError(f"--retries must be ≥ 0, got {args.retries}")
+        study = type(study)(**{**study.__dict__, "retries": args.retries})
+    if args.workers is not None and args.workers < 1:
+        raise StudyError(f"--workers must be ≥ 1, got {args.workers}")
+    backend_cls = get("backend", args.backend)
+    options = {"workers": args.workers}
+    if args.address is not None:
+        if args.backend != "ray":
+            raise StudyError("--address is for the ray backend")
+        options["address"] = args.address
+    backend = backend_cls(**options)
+    runs = study.runs()
+    target = args.out or ROOT / "runs" / "studies" / study.name
+    out.print(f"study {escape(study.name)}: {len(runs)} runs → {escape(str(target))}")
+    if args.dry_run:
+        for spec in runs:
+            out.print(escape(f"  {spec.name}: tools/run.py {' '.join(spec.run_args())}"))
+        return 0
+
+    def show(outcome: Outcome) -> None:
+        detail = f" ({outcome.reason})" if outcome.reason else ""
+        out.print(escape(f"{outcome.name}: {outcome.status}, {outcome.how}{detail}"))
+
+    index = run_study(study, target, backend, backend_name=args.backend, on_outcome=show)
+    table = Table(title=f"{study.name} ({args.backend})", title_justify="left")
+    for column in ("run", "status", "attempts", "test return", "reason"):
+        table.add_column(column)
+    for run in index["runs"]:
+        score = f"{run['test_return_mean']:.2f}" if "test_return_mean" in run else "-"
+        table.add_row(
+            escape(run["name"]),
+            run["status"],
+            str(run["attempts"]),
+            score,
+            escape(run["reason"]),
+        )
+    out.print(table)
+    out.print(f"index: {escape(str(target / INDEX))}")
+    if index["failed"]:
+        raise FocalppError(
+            f"{len(index['failed'])} of {len(index['runs'])} runs failed: "
+            + "; ".join(f"{r['name']} ({r['reason']})" for r in index["runs"] if r["reason"])
+            + f". Logs: {target / 'logs'}; run the study again to retry"
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_tool(execute, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
