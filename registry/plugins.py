@@ -47,6 +47,17 @@ def _load_file(path: Path) -> ModuleType:
     sys.path.insert(0, str(path.parent))  # the plugin may import its neighbours
     try:
         module_spec.loader.exec_module(module)
+    except SyntaxError as e:
+        del sys.modules[module_name]
+        raise PluginError(
+            f"plugin file {path} has a syntax error at line {e.lineno}: {e.msg}"
+        ) from e
+    except Exception as e:
+        del sys.modules[module_name]
+        raise PluginError(
+            f"plugin file {path} failed while importing: {type(e).__name__}: {e} "
+            "(--debug shows the traceback)"
+        ) from e
     except BaseException:
         del sys.modules[module_name]
         raise

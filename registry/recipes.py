@@ -31,6 +31,7 @@ from registry.core import entries, names
 from registry.errors import FocalppError, RecipeError
 from registry.experiment import Experiment, experiment
 from registry.plugins import load_plugin
+from registry.validation import check_bindings
 
 T = TypeVar("T")
 
@@ -84,6 +85,7 @@ def compose(
     parse_bindings(run_bindings, "the run's --env/--scale/--seed/--device")
     parse_bindings(bindings, "--gin_param")
     sources.append("bindings: " + "; ".join([*run_bindings, *bindings]))
+    check_bindings()
     chosen = build_experiment()
     if (chosen.env, chosen.scale) != (env, scale):
         raise RecipeError(
@@ -126,6 +128,7 @@ def compose_columns(
     with _search_paths(recipes_dir, recipes_dir):
         sources = parse_columns(env, scale, recipes_dir)
     parse_bindings(bindings, "--gin_param")
+    check_bindings()
     return sources
 
 

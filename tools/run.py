@@ -189,8 +189,8 @@ def execute(args: argparse.Namespace) -> int:
         if not resume:
             shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
         raise
-    atomic_write_text(run_dir / "config.gin", operative_config())
-    if not resume:
+    if not resume:  # a resumed run keeps its files until its checkpoint is accepted
+        atomic_write_text(run_dir / "config.gin", operative_config())
         record = {
             "recipe": str(comp.recipe),
             "algorithm": exp.algorithm_name,

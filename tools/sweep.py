@@ -50,6 +50,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def execute(args: argparse.Namespace) -> int:
     study = load_study(args.study)
+    study.check()
     if args.retries is not None:
         if args.retries < 0:
             raise StudyError(f"--retries must be ≥ 0, got {args.retries}")

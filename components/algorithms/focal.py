@@ -55,6 +55,7 @@ from components.reporting.run_dir import atomic_torch_save, atomic_write_text
 from components.rl.brac import BRAC
 from components.runtime import resolve_device
 from registry import FocalppError, RecipeError, RunContext, entry_of, get, register
+from registry.validation import at_least
 
 
 class TrainingDiverged(FocalppError):
@@ -86,6 +87,9 @@ class FocalTrainer:
         tasks_with_replacement: draw the meta-batch's tasks with replacement (FOCAL's DML needs
             repeats for its positive pairs; contrastive objectives want distinct tasks).
         context_batch: transitions per task in a context batch.
+        context_replace: draw a context batch's transitions with replacement (the reference's
+            way); False draws distinct transitions, so context_batch must not exceed any
+            training task's data.
         rl_batch: transitions per task in the RL batch.
         steps: gradient steps.
         encoder_lr: Adam learning rate of the encoder.
@@ -119,6 +123,7 @@ class FocalTrainer:
         meta_batch: int = 16,
         tasks_with_replacement: bool = True,
         context_batch: int = 512,
+        context_replace: bool = True,
         rl_batch: int = 256,
         steps: int = 100_000,
         encoder_lr: float = 1e-3,
@@ -131,7 +136,21 @@ class FocalTrainer:
         dataset_tag: str | None = None,
         progress: bool = True,
     ):
+        at_least(
+            "focal",
+            steps=(steps, 1),
+            meta_batch=(meta_batch, 1),
+            context_batch=(context_batch, 1),
+            rl_batch=(rl_batch, 1),
+            latent_dim=(latent_dim, 1),
+            log_every=(log_every, 1),
+            eval_every=(eval_every, 0),
+            checkpoint_every=(checkpoint_every, 0),
+        )
+        if not encoder_lr > 0:
+            raise RecipeError(f"focal.encoder_lr = {encoder_lr}: must be positive")
         self.run_context = run
+        self.context_replace = context_replace
         self.device = resolve_device(run.device)
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
         self.checkpoint_every = checkpoint_every
@@ -162,6 +181,13 @@ class FocalTrainer:
                 f"focal.meta_batch = {meta_batch} distinct tasks, but {family_name} has only "
                 f"{len(train_tasks)} training tasks: lower it or set "
                 "focal.tasks_with_replacement = True"
+            )
+        shortest = int(self.train.length.min())
+        if not context_replace and context_batch > shortest:
+            raise RecipeError(
+                f"focal.context_batch = {context_batch} distinct transitions per task, but a "
+                f"training task of {self.dataset.path} (quality {quality!r}) has only "
+                f"{shortest}: lower it or set focal.context_replace = True"
             )
         self.layout = ContextLayout(
             obs_dim=self.family.obs_dim,
@@ -228,12 +254,20 @@ class FocalTrainer:
         tasks = self.train.sample_tasks(self.meta_batch, replace=self.tasks_with_replacement)
         sparse = self.layout.sparse
         query = self.encoder(
-            self.layout.tensor(self.train.sample(tasks, self.context_batch, sparse=sparse))
+            self.layout.tensor(
+                self.train.sample(
+                    tasks, self.context_batch, replace=self.context_replace, sparse=sparse
+                )
+            )
         )
         key = None
         if self.key_encoder is not None:
             key = self.key_encoder(
-                self.layout.tensor(self.train.sample(tasks, self.context_batch, sparse=sparse))
+                self.layout.tensor(
+                    self.train.sample(
+                        tasks, self.context_batch, replace=self.context_replace, sparse=sparse
+                    )
+                )
             )
         embeddings = TaskEmbeddings(
             query=query.per_transition,

@@ -65,11 +65,13 @@ def _cached(path: Path, builder) -> Dataset:
 
 @contextmanager
 def build_lock(path: Path):
-    """An exclusive lock on `.<dataset dir>.lock` beside the dataset: of several processes that
-    need the same missing dataset (a sweep's workers), one builds it, the others wait and load
-    it. The kernel drops the lock if its holder dies, so a killed build blocks nobody."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = path.with_name(f".{path.name}.lock")
+    """An exclusive lock on `<root>/.locks/<family>-<dataset dir>.lock`: of several processes
+    that need the same missing dataset (a sweep's workers), one builds it, the others wait and
+    load it. The kernel drops the lock if its holder dies, so a killed build blocks nobody.
+    Lock files stay (deleting one while another process waits on it would let two build)."""
+    locks = path.parent.parent / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    lock_path = locks / f"{path.parent.name}-{path.name}.lock"
     with open(lock_path, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

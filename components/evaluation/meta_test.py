@@ -25,6 +25,7 @@ from components.data.sampler import TensorSampler
 from components.data.store import QualityData
 from components.envs.family import EnvFamily
 from registry import register
+from registry.validation import at_least
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,7 @@ class MetaTest:
     """
 
     def __init__(self, *, runs: int = 3, context_transitions: int = 400, curve: bool = False):
-        if runs < 1 or context_transitions < 1:
-            raise ValueError(
-                f"meta_test needs runs >= 1 and context_transitions >= 1, got {runs} and "
-                f"{context_transitions}"
-            )
+        at_least("meta_test", runs=(runs, 1), context_transitions=(context_transitions, 1))
         self.runs, self.context_transitions, self.curve = runs, context_transitions, curve
         self._env: Any = None
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import tomllib
 
-from registry import FocalppError
+from registry import RECIPES_DIR, FocalppError
+from registry.recipes import columns, find_recipe
 
 
 class StudyError(FocalppError):
@@ -80,6 +81,19 @@ class Study:
             for env in self.envs
             for seed in self.seeds
         ]
+
+    def check(self) -> None:
+        """Every recipe, environment column and scale exists (before any run starts)."""
+        for recipe in self.recipes:
+            find_recipe(recipe, RECIPES_DIR)  # raises, with suggestions
+        for column, values in (("envs", self.envs), ("scales", (self.scale,))):
+            known = columns(column)
+            for value in values:
+                if value not in known:
+                    raise StudyError(
+                        f"{self.source}: unknown {column[:-1]} {value!r}; one of: "
+                        f"{', '.join(known)}"
+                    )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -144,3 +144,10 @@ def test_ray_backend_gives_the_index_of_the_local_backend(tiny_data, tmp_path):
     for run in local:  # the same runs, step for step
         logs = [(tmp_path / b / run["run_dir"] / "metrics.jsonl").read_text() for b in indexes]
         assert logs[0] == logs[1]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.toml")), ids=lambda p: p.name)
+def test_shipped_studies_resolve(path):
+    r = cli("sweep", str(path), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "tools/run.py --recipe" in r.stdout

@@ -32,5 +32,5 @@ def test_two_processes_build_one_dataset_once(tmp_path):
     # the other process waited on the lock rather than finding the dataset already there
     assert any("waiting for another process" in stdout for stdout, _ in outputs)
     load_dataset(Path(paths.pop()))  # complete and valid
-    leftovers = [p.name for p in root.rglob("*") if p.name.startswith(".") and p.is_dir()]
-    assert leftovers == []
+    hidden = [p.name for p in root.rglob(".*") if p.is_dir() and p.name != ".locks"]
+    assert hidden == []  # no temporary dataset directory left

@@ -1,0 +1,164 @@
+"""Type-check every gin binding against its parameter's annotation before anything is built.
+
+gin passes a bound value through untouched, so `focal.steps = 'many'` would only fail deep
+inside training. Checking the parsed configuration against the constructors' annotations turns
+it into one message naming the binding, the value and the type expected. Annotations this
+module cannot judge (classes of other libraries, Any, unresolvable strings) are not checked;
+references (`@name`, `%macro`) are left to gin.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+import types
+import typing
+from typing import Any
+
+import gin
+import gin.config
+
+from registry.core import entry_of
+from registry.errors import RecipeError
+
+UNKNOWN = None  # _accepts' answer when it cannot judge
+
+
+def check_bindings() -> None:
+    """Raise RecipeError for the first bound value that its parameter's annotation rules out."""
+    for (scope, selector), params in list(gin.config._CONFIG.items()):
+        configurable = gin.config._REGISTRY.get_match(selector)
+        if configurable is None:
+            continue
+        hints = _annotations(configurable.wrapped)
+        defaults = _defaults(configurable.wrapped)
+        where = f"{scope}/" if scope else ""
+        short = selector.rsplit(".", 1)[-1]
+        for name, value in params.items():
+            _check_kind(f"{where}{short}.{name}", value, defaults.get(name))
+            if name not in hints or _accepts(value, hints[name]) is not False:
+                continue
+            raise RecipeError(
+                f"{where}{short}.{name} = {value!r}: expected {_describe(hints[name])}, got "
+                f"{type(value).__name__} (check the recipe files and --gin_param bindings)"
+            )
+
+
+def at_least(owner: str, **values: tuple[float, float]) -> None:
+    """Range checks for a constructor: `at_least("focal", steps=(steps, 1))` raises a
+    RecipeError naming `focal.steps` when steps < 1."""
+    for name, (value, low) in values.items():
+        if value < low:
+            raise RecipeError(f"{owner}.{name} = {value!r}: must be ≥ {low}")
+
+
+def _check_kind(binding: str, value: Any, default: Any) -> None:
+    """A reference bound where the default is a registered component must name a component
+    of the same kind (an encoder where an encoder goes)."""
+    if not isinstance(value, gin.config.ConfigurableReference) or value.evaluate:
+        return
+    expected, chosen = entry_of(default), entry_of(value.configurable.wrapped)
+    if expected is None or chosen is None or expected.kind == chosen.kind:
+        return
+    raise RecipeError(
+        f"{binding} = @{chosen.name}: {chosen.name} is a registered {chosen.kind}, but this "
+        f"parameter takes a(n) {expected.kind} (its default is @{expected.name}); "
+        f"see `python tools/components.py --kind {expected.kind}`"
+    )
+
+
+def _defaults(obj: Any) -> dict[str, Any]:
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty}
+
+
+def _annotations(obj: Any) -> dict[str, Any]:
+    """Each parameter's annotation, evaluated where the function was written; skips any that
+    do not evaluate."""
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return {}
+    namespace = getattr(inspect.unwrap(target), "__globals__", {})
+    hints = {}
+    for name, p in params.items():
+        annotation = p.annotation
+        if annotation is inspect.Parameter.empty:
+            continue
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, dict(namespace))
+            except Exception:
+                continue
+        hints[name] = annotation
+    return hints
+
+
+def _accepts(value: Any, annotation: Any) -> bool | None:
+    if _is_reference(value) or annotation is Any:
+        return UNKNOWN
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        answers = [_accepts(value, a) for a in args]
+        return True if True in answers else (UNKNOWN if UNKNOWN in answers else False)
+    if annotation is type(None) or annotation is None:
+        return value is None
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation is str:
+        return isinstance(value, str)
+    if origin is typing.Literal:
+        return value in args
+    if origin is tuple:
+        if not isinstance(value, (tuple, list)):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return _all(_accepts(v, args[0]) for v in value)
+        if args and len(args) != len(value):
+            return False
+        return _all(_accepts(v, a) for v, a in zip(value, args, strict=False))
+    if origin in (list, collections.abc.Sequence):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            return False
+        return _all(_accepts(v, args[0]) for v in value) if args else True
+    if origin in (dict, collections.abc.Mapping):
+        return isinstance(value, dict)
+    if origin is collections.abc.Callable or annotation is collections.abc.Callable:
+        return callable(value)
+    return UNKNOWN
+
+
+def _all(answers) -> bool | None:
+    answers = list(answers)
+    return False if False in answers else (UNKNOWN if UNKNOWN in answers else True)
+
+
+def _is_reference(value: Any) -> bool:
+    """`@name`, `@name()` and `%macro` (gin parses macros as references too)."""
+    return isinstance(
+        value, (gin.config.ConfigurableReference, gin.config._UnknownConfigurableReference)
+    )
+
+
+def _describe(annotation: Any) -> str:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    if annotation is type(None):
+        return "None"
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return f"a tuple of {_describe(args[0])}"
+    if origin is collections.abc.Callable or annotation is collections.abc.Callable:
+        return "a component reference (@name)"
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("collections.abc.", "")
