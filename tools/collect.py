@@ -3,13 +3,18 @@
     python tools/collect.py --env NAME [--protocol checkpoints|replay|relabeled] [--quality Q]
         [--seed N] [--scale cpu|paper] [--tag TAG] [--out DIR]
         [--gin_param 'checkpoints.env_steps = 1000']
+    python tools/collect.py --env NAME --shard I/K [...]     # one shard of a build on K workers
+    python tools/collect.py --env NAME --merge K [...]       # then merge the K shards
     python tools/collect.py --list [--out DIR]
 
 Collection settings come from the same files as a run's: recipes/envs/<env>.gin, then
 recipes/scales/<scale>.gin (and scales/<scale>/<env>.gin), then --gin_param, so a run and
-this tool build the same dataset. Datasets live under --out, else $FOCALPP_DATA, else
+this tool build the same dataset; where a flag is not given, the dataset a run would use is
+built (the bound focal.family, focal.protocol, focal.data_seed, focal.dataset_tag and
+focal.data_root). Datasets live under --out, else $FOCALPP_DATA, else
 ~/.cache/focalpp/datasets. A dataset that exists is validated and reused; `--quality` loads
-and checks only that quality.
+and checks only that quality. `--shard I/K` trains the behaviour policies of the I-th of K
+task shards only (components/data/shards.py); `--merge K` joins them into the dataset.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import components.data.protocols  # noqa: E402  (registers the protocols)
 import components.data.relabel  # noqa: E402
 import components.envs  # noqa: E402, F401  (registers the families)
 from components.data.build import describe, ensure_dataset  # noqa: E402
+from components.data.shards import build_shard, merge_shards  # noqa: E402
 from components.data.store import MANIFEST, cache_root, load_dataset  # noqa: E402
 from components.reporting.console import out, run_tool  # noqa: E402
 from registry import FocalppError, get, names  # noqa: E402
@@ -43,9 +49,9 @@ from registry.recipes import compose_columns  # noqa: E402
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--env", help="family name, e.g. sparse_point_robot")
-    p.add_argument("--protocol", default="checkpoints", help="checkpoints, replay or relabeled")
+    p.add_argument("--protocol", help="checkpoints (default), replay or relabeled")
     p.add_argument("--quality", help="check and summarise this quality")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, help="dataset seed (default: focal.data_seed, 0)")
     p.add_argument("--scale", default="cpu", help="recipes/scales/<NAME>.gin (default cpu)")
     p.add_argument(
         "--tag", help="store as <protocol>-s<seed>-<TAG> (default: the scale's dataset tag)"
@@ -54,6 +60,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--gin_param", action="append", default=[], help="binding, e.g. checkpoints.episodes = 10"
     )
+    p.add_argument("--shard", help="I/K: build only shard I of K (then --merge K)")
+    p.add_argument("--merge", type=int, metavar="K", help="merge the K built shards")
     p.add_argument("--list", action="store_true", help="list the cached datasets")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
@@ -76,44 +84,65 @@ def list_datasets(root: Path) -> None:
     out.print(table)
 
 
-def _scale_tag() -> str | None:
-    """The dataset tag the composed scale sets for runs (`focal.dataset_tag`), if any."""
+def _bound(name: str, default=None):
+    """What the composed recipe files bind for runs (`focal.<name>`), else `default`."""
     try:
-        return gin.query_parameter("focal.dataset_tag")
+        value = gin.query_parameter(f"focal.{name}")
     except (ValueError, KeyError):
-        return None
+        return default
+    return default if value is None else value
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        return int(index), int(count)
+    except ValueError:
+        raise FocalppError(f"--shard {text!r}: expected I/K, e.g. 0/4") from None
 
 
 def execute(args: argparse.Namespace) -> int:
-    root = args.out or cache_root()
     if args.list:
-        list_datasets(root)
+        list_datasets(args.out or cache_root())
         return 0
     if not args.env:
         raise FocalppError("--env is required (or --list); families: " + ", ".join(names("env")))
-    get("env", args.env)  # unknown names fail here, with suggestions
-    get("dataset", args.protocol)
+    if args.shard and args.merge:
+        raise FocalppError("--shard builds one shard and --merge joins them: give one of them")
     compose_columns(args.env, args.scale, args.gin_param)
-    tag = args.tag or _scale_tag()
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        "{task.completed}/{task.total} steps",
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=out,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(f"behaviour SAC, all {args.env} tasks", total=None)
-        dataset = ensure_dataset(
-            args.env,
-            args.protocol,
-            args.seed,
-            root=root,
-            tag=tag,
-            scale=args.scale,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+    family = _bound("family", args.env)
+    get("env", family)  # unknown names fail here, with suggestions
+    protocol = args.protocol or _bound("protocol", "checkpoints")
+    get("dataset", protocol)
+    seed = args.seed if args.seed is not None else _bound("data_seed", 0)
+    tag = args.tag or _bound("dataset_tag")
+    root = args.out or Path(_bound("data_root") or cache_root())
+    place = {"root": root, "tag": tag, "scale": args.scale}
+    if args.merge is not None:
+        dataset = merge_shards(family, protocol, seed, args.merge, **place)
+    else:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            "{task.completed}/{task.total} steps",
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=out,
+            transient=True,
+        ) as bar:
+            task = bar.add_task(f"behaviour SAC, {family} tasks", total=None)
+
+            def progress(done, total):
+                return bar.update(task, completed=done, total=total)
+
+            if args.shard:
+                index, count = _shard(args.shard)
+                path = build_shard(family, protocol, seed, index, count, **place, progress=progress)
+            else:
+                dataset = ensure_dataset(family, protocol, seed, **place, progress=progress)
+        if args.shard:
+            out.print(json.dumps({"shard": f"{index}/{count}", "path": str(path)}))
+            return 0
     qualities = [args.quality] if args.quality else dataset.qualities
     for quality in qualities:
         dataset.quality(quality)  # validates every array of that quality

@@ -44,14 +44,14 @@ def ensure_dataset(
     path = dataset_dir(root, family_name, protocol, seed, tag)
     builder = get("dataset", protocol)()
     if path.exists():  # only ever renamed into place complete: no lock needed to read it
-        return _cached(path, builder)
+        return cached(path, builder)
     with build_lock(path):
         if path.exists():  # another process built it while this one waited
-            return _cached(path, builder)
+            return cached(path, builder)
         return _build(path, family_name, protocol, seed, builder, progress, tag, scale, root)
 
 
-def _cached(path: Path, builder) -> Dataset:
+def cached(path: Path, builder) -> Dataset:
     dataset = load_dataset(path)  # raises for half-written or unreadable datasets
     built_with = dataset.manifest.get("settings")
     if built_with != _jsonable(builder.settings()):
@@ -64,14 +64,15 @@ def _cached(path: Path, builder) -> Dataset:
 
 
 @contextmanager
-def build_lock(path: Path):
-    """An exclusive lock on `<root>/.locks/<family>-<dataset dir>.lock`: of several processes
-    that need the same missing dataset (a sweep's workers), one builds it, the others wait and
-    load it. The kernel drops the lock if its holder dies, so a killed build blocks nobody.
-    Lock files stay (deleting one while another process waits on it would let two build)."""
+def build_lock(path: Path, part: str = ""):
+    """An exclusive lock on `<root>/.locks/<family>-<dataset dir><part>.lock`: of several
+    processes that need the same missing dataset (or shard of one), one builds it, the others
+    wait and load it. The kernel drops the lock if its holder dies, so a killed build blocks
+    nobody. Lock files stay (deleting one while another process waits on it would let two
+    build)."""
     locks = path.parent.parent / ".locks"
     locks.mkdir(parents=True, exist_ok=True)
-    lock_path = locks / f"{path.parent.name}-{path.name}.lock"
+    lock_path = locks / f"{path.parent.name}-{path.name}{part}.lock"
     with open(lock_path, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -87,8 +88,17 @@ def build_lock(path: Path):
 def _build(path, family_name, protocol, seed, builder, progress, tag, scale, root) -> Dataset:
     family = get("env", family_name)(seed=seed)
     collected = builder.build(family, seed=seed, progress=progress)
+    header = dataset_header(
+        family_name, family, protocol, seed, collected.settings, tag, scale, root
+    )
+    write_dataset(path, header=header, qualities=collected.qualities, sources=collected.sources)
+    return load_dataset(path)
+
+
+def dataset_header(family_name, family, protocol, seed, settings, tag, scale, root) -> dict:
+    """The manifest entries that describe what a dataset is and how to build it again."""
     train, test = family.split_indices()
-    header = {
+    return {
         "family": family_name,
         "protocol": protocol,
         "seed": seed,
@@ -98,13 +108,11 @@ def _build(path, family_name, protocol, seed, builder, progress, tag, scale, roo
         "horizon": family.horizon,
         "tasks": family.all_tasks(),
         "split": {"train": train, "test": test},
-        "settings": _jsonable(collected.settings),
+        "settings": _jsonable(settings),
         "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "(python api)",
         "tag": tag,
         "rebuild": rebuild_command(family_name, protocol, seed, root, tag, scale),
     }
-    write_dataset(path, header=header, qualities=collected.qualities, sources=collected.sources)
-    return load_dataset(path)
 
 
 def _jsonable(value):

@@ -6,13 +6,15 @@
   expert), expert (the final policy) and mixed (every checkpoint).
 - `replay` (the CORRO / UNICORN protocol): each task's whole SAC replay buffer, quality `replay`.
 
-Both train all tasks' behaviour policies at once (components.data.behaviour). Checkpoints are
+Both train all tasks' behaviour policies at once (components.data.behaviour), or a subset of
+them (`tasks`: a shard of a build spread over several workers). Checkpoints are
 ranked by sparse return where the family has a goal radius and the expert's sparse return
 exceeds the random policy's, else by dense return.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -123,6 +125,12 @@ def pack(parts: list[tuple[Transitions, np.ndarray]]) -> QualityData:
     return QualityData(out, length.astype(np.int64))
 
 
+def _chosen(family: EnvFamily, indices: Sequence[int] | None) -> list[dict[str, Any]]:
+    """The family's tasks at `indices` (all of them for None)."""
+    tasks = family.all_tasks()
+    return tasks if indices is None else [tasks[i] for i in indices]
+
+
 class _Protocol:
     behaviour: BehaviourSettings
 
@@ -161,9 +169,16 @@ class CheckpointRollouts(_Protocol):
     def extra_settings(self) -> dict[str, Any]:
         return {"checkpoints": self.checkpoints, "episodes": self.episodes}
 
-    def build(self, family: EnvFamily, *, seed: int, progress: Progress | None = None) -> Collected:
+    def build(
+        self,
+        family: EnvFamily,
+        *,
+        seed: int,
+        progress: Progress | None = None,
+        tasks: Sequence[int] | None = None,
+    ) -> Collected:
         torch.manual_seed(seed)
-        tasks = family.all_tasks()
+        tasks = _chosen(family, tasks)
         agent = self.behaviour.agent(family, len(tasks))
         rollout_env = family.make_batched([t for t in tasks for _ in range(self.episodes)])
         steps = np.linspace(0, self.behaviour.env_steps, self.checkpoints).round().astype(int)
@@ -233,9 +248,16 @@ class ReplayBufferDump(_Protocol):
     def __init__(self, *, behaviour: BehaviourSettings | None = None):
         self.behaviour = behaviour if behaviour is not None else BehaviourSettings()
 
-    def build(self, family: EnvFamily, *, seed: int, progress: Progress | None = None) -> Collected:
+    def build(
+        self,
+        family: EnvFamily,
+        *,
+        seed: int,
+        progress: Progress | None = None,
+        tasks: Sequence[int] | None = None,
+    ) -> Collected:
         torch.manual_seed(seed)
-        tasks = family.all_tasks()
+        tasks = _chosen(family, tasks)
         agent = self.behaviour.agent(family, len(tasks))
         replay = self.behaviour.train(
             family, agent, tasks, seed, checkpoint_steps=[], on_checkpoint=None, progress=progress

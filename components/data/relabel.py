@@ -7,6 +7,7 @@ can then only come from rewards: the state-action distribution says nothing abou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,19 @@ class Relabeled:
             "source": self.source.settings(),
         }
 
-    def build(self, family: EnvFamily, *, seed: int, progress: Progress | None = None) -> Collected:
+    def build(
+        self,
+        family: EnvFamily,
+        *,
+        seed: int,
+        progress: Progress | None = None,
+        tasks: Sequence[int] | None = None,
+    ) -> Collected:
+        if tasks is not None:
+            raise DatasetError(
+                "the relabeled protocol pools every task's data into one set, so it cannot be "
+                "built in shards of tasks; build it whole"
+            )
         if family.task_changes != "reward":
             raise DatasetError(
                 f"{type(family).__name__}: tasks differ in dynamics, so one pool of (s, a, s') "

@@ -1,4 +1,5 @@
-"""One run of a study, executed the way a user would: `tools/run.py` in a fresh process.
+"""One job of a study, executed the way a user would: `tools/run.py` (or, for a dataset shard,
+`tools/collect.py`) in a fresh process.
 
 A fresh process per run re-parses the recipe and bindings (gin is process-global), isolates a
 crash, and gives each run its own thread budget. The run's directory decides what happens:
@@ -19,18 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from components.reporting.checkpoint import CHECKPOINT
-from components.sweep.study import RunSpec
+from components.sweep.study import CollectSpec, RunSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN_TOOL = ROOT / "tools" / "run.py"
+TOOLS = ROOT / "tools"
 USER_ERROR = 2  # tools/run.py's exit status for a bad recipe, binding or dataset
 
 
 @dataclass(frozen=True)
 class Job:
-    """A run, where its directory lives, and how many threads it may use."""
+    """A run (or dataset job), the study directory, and how many threads it may use."""
 
-    spec: RunSpec
+    spec: RunSpec | CollectSpec
     study_dir: str
     threads: int = 1
 
@@ -58,9 +59,14 @@ class Outcome:
 
 
 def execute(job: Job) -> Outcome:
-    """Run (or resume, or skip) one job in a `tools/run.py` subprocess; never raises for the
-    run's own failures, which come back as a failed Outcome with the reason."""
+    """Run (or resume, or skip) one job in a `tools/<tool>.py` subprocess; never raises for the
+    job's own failures, which come back as a failed Outcome with the reason."""
     name, run_dir = job.spec.name, job.run_dir
+    if job.spec.tool == "collect":  # collect.py itself reuses what is built
+        proc = _subprocess(job, job.spec.run_args())
+        if proc.returncode == 0:
+            return Outcome(name, "done", "ran")
+        return Outcome(name, "failed", "ran", _reason(proc), proc.returncode != USER_ERROR)
     if (run_dir / "eval.json").is_file():
         return Outcome(name, "done", "skipped")
     if (run_dir / CHECKPOINT).is_file():
@@ -70,15 +76,23 @@ def execute(job: Job) -> Outcome:
             shutil.rmtree(run_dir)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         how, args = "ran", [*job.spec.run_args(), "--out", str(run_dir)]
+    proc = _subprocess(job, args)
+    if proc.returncode == 0 and (run_dir / "eval.json").is_file():
+        return Outcome(name, "done", how)
+    return Outcome(name, "failed", how, _reason(proc), retryable=proc.returncode != USER_ERROR)
+
+
+def _subprocess(job: Job, args: list[str]) -> subprocess.CompletedProcess:
+    """`tools/<tool>.py ARGS` with the job's thread budget; output appended to its log."""
     job.log.parent.mkdir(parents=True, exist_ok=True)
     threads = str(job.threads)
     env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
     env["COLUMNS"] = "200"
     with open(job.log, "a", encoding="utf-8") as log:
-        log.write(f"$ tools/run.py {' '.join(args)}\n")
+        log.write(f"$ tools/{job.spec.tool}.py {' '.join(args)}\n")
         log.flush()
         proc = subprocess.run(
-            [sys.executable, str(RUN_TOOL), *args],
+            [sys.executable, str(TOOLS / f"{job.spec.tool}.py"), *args],
             stdout=log,
             stderr=subprocess.PIPE,
             text=True,
@@ -86,9 +100,7 @@ def execute(job: Job) -> Outcome:
             cwd=ROOT,
         )
         log.write(proc.stderr)
-    if proc.returncode == 0 and (run_dir / "eval.json").is_file():
-        return Outcome(name, "done", how)
-    return Outcome(name, "failed", how, _reason(proc), retryable=proc.returncode != USER_ERROR)
+    return proc
 
 
 def _reason(proc: subprocess.CompletedProcess) -> str:

@@ -31,11 +31,57 @@ def run_study(
     backend_name: str,
     on_outcome: Callable[[Outcome], None] = lambda outcome: None,
 ) -> dict[str, Any]:
-    """Execute every run of `study` under `out` with `backend`; returns the index written."""
+    """Execute every run of `study` under `out` with `backend`; returns the index written.
+
+    With `dataset_shards` = K, each environment's dataset is first built in K task shards
+    (jobs on the backend, like runs) and merged; the runs then find it in the store. Runs of an
+    environment whose dataset could not be built are not started and are reported failed.
+    """
     out = Path(out)
     _claim(out, study)
-    jobs = [Job(spec, str(out), study.threads_per_run) for spec in study.runs()]
     before = {r["name"]: r for r in read_index(out)["runs"]} if (out / INDEX).is_file() else {}
+    datasets: dict[str, Outcome] = {}
+    if study.dataset_shards:
+        for stage in (0, 1):  # all shards of all envs, then the merges
+            jobs = [
+                Job(spec, str(out), study.threads_per_run)
+                for env in study.envs
+                for spec in (
+                    study.dataset_jobs(env)[0] if stage == 0 else [study.dataset_jobs(env)[1]]
+                )
+                if stage == 0 or all(datasets[s.name].status == "done" for s in _shards(study, env))
+            ]
+            final, _ = _with_retries(backend, jobs, study.retries, on_outcome)
+            datasets.update(final)
+    unbuilt = {
+        env: outcome.reason
+        for env in (study.envs if study.dataset_shards else ())
+        for name, outcome in datasets.items()
+        if name.startswith(f"dataset-{env}-") and outcome.status != "done"
+    }
+    jobs = [
+        Job(spec, str(out), study.threads_per_run)
+        for spec in study.runs()
+        if spec.env not in unbuilt
+    ]
+    final, attempts = _with_retries(backend, jobs, study.retries, on_outcome)
+    for spec in study.runs():
+        if spec.env in unbuilt:
+            final[spec.name] = Outcome(
+                spec.name, "failed", "not started", f"dataset not built: {unbuilt[spec.env]}"
+            )
+            attempts[spec.name] = 0
+    index = _index(study, backend_name, out, final, attempts, before, datasets)
+    atomic_write_text(out / INDEX, json.dumps(index, indent=1))
+    return index
+
+
+def _shards(study: Study, env: str):
+    return study.dataset_jobs(env)[0]
+
+
+def _with_retries(backend, jobs: list[Job], retries: int, on_outcome):
+    """Run `jobs`; re-run (resume) the ones that died, up to `retries` times each."""
     attempts = dict.fromkeys((j.spec.name for j in jobs), 0)
     final: dict[str, Outcome] = {}
     pending = jobs
@@ -49,11 +95,9 @@ def run_study(
             for job, outcome in zip(pending, outcomes, strict=True)
             if outcome.status == "failed"
             and outcome.retryable
-            and attempts[job.spec.name] <= study.retries
+            and attempts[job.spec.name] <= retries
         ]
-        index = _index(study, backend_name, jobs, final, attempts, before)
-        atomic_write_text(out / INDEX, json.dumps(index, indent=1))
-    return index
+    return final, attempts
 
 
 def _claim(out: Path, study: Study) -> None:
@@ -73,11 +117,11 @@ def _claim(out: Path, study: Study) -> None:
     atomic_write_text(spec_file, json.dumps(study.to_dict(), indent=1))
 
 
-def _index(study, backend_name, jobs, final, attempts, before) -> dict[str, Any]:
+def _index(study, backend_name, out, final, attempts, before, datasets) -> dict[str, Any]:
     """The index; a run skipped as finished keeps how it got there from the previous index."""
     runs = []
-    for job in jobs:
-        spec, outcome = job.spec, final[job.spec.name]
+    for spec in study.runs():
+        outcome = final[spec.name]
         how, tries = outcome.how, attempts[spec.name]
         if how == "skipped" and spec.name in before:
             how, tries = before[spec.name]["how"], before[spec.name]["attempts"]
@@ -94,16 +138,21 @@ def _index(study, backend_name, jobs, final, attempts, before) -> dict[str, Any]
             "run_dir": str(Path("runs") / spec.name),
         }
         if outcome.status == "done":
-            entry.update(run_summary(job.run_dir))
+            entry.update(run_summary(out / entry["run_dir"]))
         runs.append(entry)
     failed = [r["name"] for r in runs if r["status"] != "done"]
-    return {
+    index = {
         "study": study.to_dict(),
         "backend": backend_name,
         "done": len(runs) - len(failed),
         "failed": failed,
         "runs": runs,
     }
+    if datasets:
+        index["datasets"] = [
+            {"name": name, "status": o.status, "reason": o.reason} for name, o in datasets.items()
+        ]
+    return index
 
 
 def read_index(path: Path) -> dict[str, Any]:

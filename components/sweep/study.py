@@ -9,6 +9,8 @@
     plugins = []                                 # optional: --plugin for every run
     retries = 1                                  # optional: re-runs of a run that died
     threads_per_run = 1                          # optional: torch threads of each run
+    dataset_shards = 0                           # optional: build each env's dataset in K
+                                                 # task shards on the backend first (K ≥ 2)
 
 The same file runs on every backend (tools/sweep.py --backend local|ray).
 """
@@ -31,6 +33,28 @@ class StudyError(FocalppError):
 
 
 @dataclass(frozen=True)
+class CollectSpec:
+    """One dataset job of a study: `tools/collect.py` building shard `shard` = (i, K) of an
+    environment's dataset, or merging its K shards (`merge` = K)."""
+
+    name: str
+    env: str
+    scale: str
+    bindings: tuple[str, ...] = ()
+    shard: tuple[int, int] | None = None
+    merge: int | None = None
+    tool = "collect"
+
+    def run_args(self) -> list[str]:
+        args = ["--env", self.env, "--scale", self.scale]
+        args += ["--shard", f"{self.shard[0]}/{self.shard[1]}"] if self.shard else []
+        args += ["--merge", str(self.merge)] if self.merge else []
+        for binding in self.bindings:
+            args += ["--gin_param", binding]
+        return args
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """One run of a study: what `tools/run.py` is asked for, and its directory's name."""
 
@@ -41,6 +65,7 @@ class RunSpec:
     scale: str
     bindings: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
+    tool = "run"
 
     def run_args(self) -> list[str]:
         args = ["--recipe", self.recipe, "--env", self.env, "--scale", self.scale]
@@ -63,7 +88,17 @@ class Study:
     plugins: tuple[str, ...] = ()
     retries: int = 1
     threads_per_run: int = 1
+    dataset_shards: int = 0
     source: str = field(default="", compare=False)
+
+    def dataset_jobs(self, env: str) -> tuple[list[CollectSpec], CollectSpec]:
+        """The shard builds of `env`'s dataset and the merge that follows them."""
+        k = self.dataset_shards
+        shards = [
+            CollectSpec(f"dataset-{env}-{i}-of-{k}", env, self.scale, self.bindings, shard=(i, k))
+            for i in range(k)
+        ]
+        return shards, CollectSpec(f"dataset-{env}-merge", env, self.scale, self.bindings, merge=k)
 
     def runs(self) -> list[RunSpec]:
         """Every run, recipe-major, then env, then seed (the order of the index)."""
@@ -106,6 +141,7 @@ class Study:
             "plugins": list(self.plugins),
             "retries": self.retries,
             "threads_per_run": self.threads_per_run,
+            "dataset_shards": self.dataset_shards,
         }
 
 
@@ -116,6 +152,7 @@ OPTIONAL = {
     "plugins": list,
     "retries": int,
     "threads_per_run": int,
+    "dataset_shards": int,
 }
 
 
@@ -160,6 +197,8 @@ def load_study(path: Path) -> Study:
         )
     if raw.get("retries", 1) < 0 or raw.get("threads_per_run", 1) < 1:
         raise StudyError(f"{path}: `retries` must be ≥ 0 and `threads_per_run` ≥ 1")
+    if raw.get("dataset_shards", 0) < 0 or raw.get("dataset_shards", 0) == 1:
+        raise StudyError(f"{path}: `dataset_shards` must be 0 (no sharding) or ≥ 2")
     stems = [Path(r).stem for r in raw["recipes"]]
     if len(set(stems)) != len(stems):
         raise StudyError(f"{path}: two recipes share a file name, so their runs would collide")
@@ -173,6 +212,7 @@ def load_study(path: Path) -> Study:
         plugins=tuple(raw.get("plugins", ())),
         retries=raw.get("retries", 1),
         threads_per_run=raw.get("threads_per_run", 1),
+        dataset_shards=raw.get("dataset_shards", 0),
         source=str(path),
     )
 

@@ -35,7 +35,7 @@ def test_bad_requests(tmp_path):
     r = collect("--env", "sparse_point_robt", "--out", str(tmp_path))
     assert (
         r.returncode == 2
-        and "did you mean: sparse_point_robot" in r.stderr
+        and "did you mean: sparse_point_robot" in r.stderr.lower()
         and "Traceback" not in r.stderr
     )
     r = collect("--env", "sparse_point_robot", "--protocol", "replays", "--out", str(tmp_path))

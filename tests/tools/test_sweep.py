@@ -151,3 +151,24 @@ def test_shipped_studies_resolve(path):
     r = cli("sweep", str(path), "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "tools/run.py --recipe" in r.stdout
+
+
+def test_dataset_built_in_shards_before_the_runs(tmp_path):
+    store = tmp_path / "store"
+    study = tmp_path / "study.toml"
+    study.write_text(
+        'name = "sharded"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\n'
+        f'seeds = [0]\nscale = "tiny"\ndataset_shards = 2\n'
+        f"bindings = [\"focal.data_root = '{store}'\"]\n"
+    )
+    r = cli("sweep", str(study), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    index = json.loads((tmp_path / "out" / "index.json").read_text())
+    assert [(d["name"], d["status"]) for d in index["datasets"]] == [
+        ("dataset-sparse_point_robot-0-of-2", "done"),
+        ("dataset-sparse_point_robot-1-of-2", "done"),
+        ("dataset-sparse_point_robot-merge", "done"),
+    ]
+    assert index["runs"][0]["status"] == "done"
+    manifest = store / "sparse_point_robot" / "checkpoints-s0-tiny" / "manifest.json"
+    assert json.loads(manifest.read_text())["built_in_shards"] == 2

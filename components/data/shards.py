@@ -1,0 +1,163 @@
+"""One dataset built in shards of tasks on several workers, then merged into the usual store.
+
+Behaviour training is independent per task, so a family's tasks can be split into K contiguous
+shards, each trained (task-batched, as usual) by its own worker — a Ray cluster, or several
+machines sharing the store — and concatenated afterwards. This pays where one machine is the
+bottleneck (MuJoCo families at the paper scale: 200k behaviour steps per task); on a laptop one
+task-batched build of all tasks is faster.
+
+Shard i of K lives in `<family>/.<dataset>.shards/<i>-of-<K>/` (a complete dataset of its tasks,
+written atomically); merging validates every shard, concatenates them task by task into
+`<family>/<dataset>/` (atomically) and removes the shards. Shard seeds derive from the dataset
+seed, the shard index and K, so a sharded dataset is reproducible for a given K but is not the
+same bytes as the unsharded build (its random draws differ); the manifest records
+`built_in_shards`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from components.data.behaviour import Progress
+from components.data.build import build_lock, cached, dataset_header
+from components.data.store import (
+    Dataset,
+    DatasetError,
+    QualityData,
+    cache_root,
+    dataset_dir,
+    load_dataset,
+    write_dataset,
+)
+from components.data.transitions import FIELDS, Transitions
+from registry import get
+
+
+def shard_tasks(n_tasks: int, index: int, count: int) -> list[int]:
+    """The task indices of shard `index` of `count` (contiguous, sizes differing by at most 1)."""
+    return np.array_split(np.arange(n_tasks), count)[index].tolist()
+
+
+def shard_seed(seed: int, index: int, count: int) -> int:
+    return int(np.random.SeedSequence([seed, index, count]).generate_state(1)[0])
+
+
+def shard_dir(path: Path, index: int, count: int) -> Path:
+    return path.parent / f".{path.name}.shards" / f"{index}-of-{count}"
+
+
+def _check(index: int, count: int) -> None:
+    if count < 2 or not 0 <= index < count:
+        raise DatasetError(
+            f"shard {index}/{count}: expected 0 ≤ index < count and count ≥ 2 "
+            "(a build in one piece needs no shards)"
+        )
+
+
+def build_shard(
+    family_name: str,
+    protocol: str,
+    seed: int,
+    index: int,
+    count: int,
+    *,
+    root: Path | None = None,
+    tag: str | None = None,
+    scale: str | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Build shard `index` of `count` unless it (or the merged dataset) exists; its path."""
+    _check(index, count)
+    root = Path(root) if root is not None else cache_root()
+    path = dataset_dir(root, family_name, protocol, seed, tag)
+    target = shard_dir(path, index, count)
+    builder = get("dataset", protocol)()
+    if path.exists():
+        return path
+    with build_lock(path, f".shard{index}-of-{count}"):
+        if target.exists() or path.exists():
+            return target if target.exists() else path
+        family = get("env", family_name)(seed=seed)
+        tasks = shard_tasks(len(family.all_tasks()), index, count)
+        if not tasks:
+            raise DatasetError(
+                f"shard {index}/{count} of {family_name} has no tasks: the family has "
+                f"{len(family.all_tasks())}; use fewer shards"
+            )
+        collected = builder.build(
+            family, seed=shard_seed(seed, index, count), progress=progress, tasks=tasks
+        )
+        header = dataset_header(
+            family_name, family, protocol, seed, collected.settings, tag, scale, root
+        )
+        header["shard"] = {"index": index, "count": count, "tasks": tasks}
+        write_dataset(
+            target, header=header, qualities=collected.qualities, sources=collected.sources
+        )
+    return target
+
+
+def merge_shards(
+    family_name: str,
+    protocol: str,
+    seed: int,
+    count: int,
+    *,
+    root: Path | None = None,
+    tag: str | None = None,
+    scale: str | None = None,
+) -> Dataset:
+    """Concatenate the `count` shards into the dataset (validated first), then remove them."""
+    _check(0, count)
+    root = Path(root) if root is not None else cache_root()
+    path = dataset_dir(root, family_name, protocol, seed, tag)
+    builder = get("dataset", protocol)()
+    if path.exists():
+        return cached(path, builder)
+    with build_lock(path):
+        if path.exists():
+            return cached(path, builder)
+        parts = [shard_dir(path, i, count) for i in range(count)]
+        missing = [i for i, part in enumerate(parts) if not part.is_dir()]
+        if missing:
+            raise DatasetError(
+                f"shard(s) {missing} of {count} of {path} are not built; build each with: "
+                f"python tools/collect.py --env {family_name} --shard I/{count} (same --scale, "
+                "--protocol, --seed, --tag, --out)"
+            )
+        shards = [cached(part, builder) for part in parts]  # validates settings and manifests
+        covered = [t for s in shards for t in s.manifest["shard"]["tasks"]]
+        if covered != list(range(len(shards[0].tasks))):
+            raise DatasetError(f"the shards under {parts[0].parent} do not cover every task once")
+        qualities, sources = {}, {}
+        for name in shards[0].qualities:
+            qualities[name] = concatenate([s.quality(name) for s in shards])
+            sources[name] = [
+                src for s in shards for src in s.manifest["qualities"][name]["sources"]
+            ]
+        family = get("env", family_name)(seed=seed)
+        settings = shards[0].manifest["settings"]
+        header = dataset_header(family_name, family, protocol, seed, settings, tag, scale, root)
+        header["built_in_shards"] = count
+        write_dataset(path, header=header, qualities=qualities, sources=sources)
+        shutil.rmtree(parts[0].parent)
+    return load_dataset(path)
+
+
+def concatenate(parts: list[QualityData]) -> QualityData:
+    """Stack per-task data along the task axis, padding each part to the longest task."""
+    n = max(p.transitions.obs.shape[1] for p in parts)
+
+    def stack(field: str) -> np.ndarray:
+        arrays = [getattr(p.transitions, field) for p in parts]
+        return np.concatenate(
+            [np.pad(a, [(0, 0), (0, n - a.shape[1])] + [(0, 0)] * (a.ndim - 2)) for a in arrays]
+        )
+
+    return QualityData(
+        Transitions(**{f: stack(f) for f in FIELDS}),
+        np.concatenate([p.length for p in parts]),
+    )

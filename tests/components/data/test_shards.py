@@ -1,0 +1,71 @@
+"""A dataset built in task shards and merged: every task's data is its shard's, the merged
+dataset loads like any other, and missing or impossible shards are named."""
+
+from __future__ import annotations
+
+import gin
+import numpy as np
+import pytest
+
+from components.data.shards import build_shard, merge_shards, shard_dir, shard_tasks
+from components.data.store import DatasetError, dataset_dir, load_dataset
+from components.data.transitions import FIELDS
+from tests.components.data.conftest import TINY
+
+
+@pytest.mark.parametrize(("n", "k"), [(100, 2), (100, 3), (2, 2), (10, 4)])
+def test_shards_partition_the_tasks_in_order(n, k):
+    parts = [shard_tasks(n, i, k) for i in range(k)]
+    assert [t for p in parts for t in p] == list(range(n))
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+@pytest.fixture
+def tiny_gin():
+    gin.clear_config()
+    gin.parse_config(TINY)
+    yield
+    gin.clear_config()
+
+
+def test_merged_dataset_is_the_shards_task_by_task(tmp_path, tiny_gin):
+    shards = [
+        load_dataset(build_shard("sparse_point_robot", "checkpoints", 0, i, 3, root=tmp_path))
+        for i in range(3)
+    ]
+    arrays = [{q: shard.quality(q) for q in shard.qualities} for shard in shards]  # before merge
+    merged = merge_shards("sparse_point_robot", "checkpoints", 0, 3, root=tmp_path)
+    assert merged.path == dataset_dir(tmp_path, "sparse_point_robot", "checkpoints", 0)
+    assert merged.manifest["built_in_shards"] == 3
+    assert not shard_dir(merged.path, 0, 3).parent.exists()  # shards removed once merged
+    assert merged.manifest["settings"] == shards[0].manifest["settings"]
+    for quality in merged.qualities:
+        whole = merged.quality(quality)  # validates checksums, shapes, finiteness
+        assert len(whole.length) == 100
+        for shard, loaded in zip(shards, arrays, strict=True):
+            part, tasks = loaded[quality], shard.manifest["shard"]["tasks"]
+            assert whole.length[tasks].tolist() == part.length.tolist()
+            for local, task in enumerate(tasks):
+                n = int(part.length[local])
+                for f in FIELDS:
+                    np.testing.assert_array_equal(
+                        getattr(whole.transitions, f)[task, :n],
+                        getattr(part.transitions, f)[local, :n],
+                    )
+        sources = merged.manifest["qualities"][quality]["sources"]
+        assert sources == [s for sh in shards for s in sh.manifest["qualities"][quality]["sources"]]
+
+
+def test_merge_names_missing_shards(tmp_path, tiny_gin):
+    build_shard("sparse_point_robot", "checkpoints", 0, 1, 2, root=tmp_path)
+    with pytest.raises(DatasetError, match=r"shard\(s\) \[0\] of 2"):
+        merge_shards("sparse_point_robot", "checkpoints", 0, 2, root=tmp_path)
+
+
+def test_impossible_shards_are_refused(tmp_path, tiny_gin):
+    with pytest.raises(DatasetError, match="count ≥ 2"):
+        build_shard("sparse_point_robot", "checkpoints", 0, 0, 1, root=tmp_path)
+    with pytest.raises(DatasetError, match="has no tasks"):
+        build_shard("sparse_cheetah_fwd_back", "checkpoints", 0, 2, 3, root=tmp_path)
+    with pytest.raises(DatasetError, match="cannot be built in shards"):
+        build_shard("sparse_point_robot", "relabeled", 0, 0, 2, root=tmp_path)
