@@ -4,11 +4,14 @@
 A fresh process per run re-parses the recipe and bindings (gin is process-global), isolates a
 crash, and gives each run its own thread budget. The run's directory decides what happens:
 finished (eval.json) → skipped; checkpointed → `--resume`; started but never checkpointed →
-removed and started again. So executing a job twice never does the work twice.
+removed and started again. So executing a job twice never does the work twice, and a lock per
+job keeps two sweeps (say, one restarted while the old one's runs still finish) from working in
+the same run directory at once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -43,6 +46,10 @@ class Job:
     def log(self) -> Path:
         return Path(self.study_dir) / "logs" / f"{self.spec.name}.log"
 
+    @property
+    def lock(self) -> Path:
+        return Path(self.study_dir) / ".locks" / f"{self.spec.name}.lock"
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -61,9 +68,23 @@ class Outcome:
 def execute(job: Job) -> Outcome:
     """Run (or resume, or skip) one job in a `tools/<tool>.py` subprocess; never raises for the
     job's own failures, which come back as a failed Outcome with the reason."""
+    job.lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(job.lock, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return Outcome(
+                job.spec.name, "failed", "not started", "another process is running this job"
+            )
+        # The child inherits the locked descriptor, so the lock outlives this process: a run
+        # left going by a killed sweep still keeps a restarted sweep out of its directory.
+        return _execute(job, lock.fileno())
+
+
+def _execute(job: Job, lock_fd: int) -> Outcome:
     name, run_dir = job.spec.name, job.run_dir
     if job.spec.tool == "collect":  # collect.py itself reuses what is built
-        proc = _subprocess(job, job.spec.run_args())
+        proc = _subprocess(job, job.spec.run_args(), lock_fd)
         if proc.returncode == 0:
             return Outcome(name, "done", "ran")
         return Outcome(name, "failed", "ran", _reason(proc), proc.returncode != USER_ERROR)
@@ -76,13 +97,13 @@ def execute(job: Job) -> Outcome:
             shutil.rmtree(run_dir)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         how, args = "ran", [*job.spec.run_args(), "--out", str(run_dir)]
-    proc = _subprocess(job, args)
+    proc = _subprocess(job, args, lock_fd)
     if proc.returncode == 0 and (run_dir / "eval.json").is_file():
         return Outcome(name, "done", how)
     return Outcome(name, "failed", how, _reason(proc), retryable=proc.returncode != USER_ERROR)
 
 
-def _subprocess(job: Job, args: list[str]) -> subprocess.CompletedProcess:
+def _subprocess(job: Job, args: list[str], lock_fd: int) -> subprocess.CompletedProcess:
     """`tools/<tool>.py ARGS` with the job's thread budget; output appended to its log."""
     job.log.parent.mkdir(parents=True, exist_ok=True)
     threads = str(job.threads)
@@ -98,6 +119,7 @@ def _subprocess(job: Job, args: list[str]) -> subprocess.CompletedProcess:
             text=True,
             env=env,
             cwd=ROOT,
+            pass_fds=(lock_fd,),
         )
         log.write(proc.stderr)
     return proc

@@ -170,3 +170,18 @@ def test_dataset_built_in_shards_before_the_runs(tmp_path):
     assert index["runs"][0]["status"] == "done"
     manifest = store / "sparse_point_robot" / "checkpoints-s0-tiny" / "manifest.json"
     assert json.loads(manifest.read_text())["built_in_shards"] == 2
+
+
+def test_a_job_held_by_another_process_is_not_run_twice(tmp_path):
+    import fcntl
+
+    from components.sweep.job import Job, execute
+    from components.sweep.study import RunSpec
+
+    job = Job(RunSpec("focal-x-s0", "focal.gin", "sparse_point_robot", 0, "tiny"), str(tmp_path))
+    job.lock.parent.mkdir(parents=True)
+    with open(job.lock, "a") as held:  # as a still-running run of an earlier sweep holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        outcome = execute(job)
+    assert (outcome.status, outcome.reason) == ("failed", "another process is running this job")
+    assert not job.run_dir.exists() and not job.log.exists()
