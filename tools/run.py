@@ -38,6 +38,7 @@ from rich.table import Table  # noqa: E402
 
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir  # noqa: E402
+from components.reporting.run_record import compose_recorded, read_run_record  # noqa: E402
 from registry import (  # noqa: E402
     RECIPES_DIR,
     Composition,
@@ -92,18 +93,7 @@ def seed_everything(seed: int) -> None:
 def recorded_run(args: argparse.Namespace) -> dict:
     """The run.json of `--resume RUN_DIR`, checked against any choice also given as a flag."""
     run_dir = args.resume
-    if not run_dir.is_dir():
-        raise FocalppError(f"cannot resume {run_dir}: no such run directory")
-    path = run_dir / "run.json"
-    if not path.is_file():
-        raise FocalppError(f"cannot resume {run_dir}: not a run directory (it has no run.json)")
-    try:
-        record = json.loads(path.read_text())
-        missing = [k for k in RECORDED if k not in record]
-    except (json.JSONDecodeError, TypeError) as e:
-        raise FocalppError(f"cannot resume {run_dir}: {path} is not a run record ({e})") from e
-    if missing:
-        raise FocalppError(f"cannot resume {run_dir}: {path} lacks {', '.join(missing)}")
+    record = read_run_record(run_dir, doing="resume")
     if args.out is not None:
         raise FocalppError("--resume continues the run in its own directory; drop --out")
     given = {
@@ -125,9 +115,6 @@ def recorded_run(args: argparse.Namespace) -> dict:
     return record
 
 
-RECORDED = ("recipe", "env", "scale", "seed", "device")
-
-
 def execute(args: argparse.Namespace) -> int:
     if args.resume is None and args.recipe is None:
         raise FocalppError("choose a recipe with --recipe, or a run to continue with --resume")
@@ -142,27 +129,17 @@ def execute(args: argparse.Namespace) -> int:
                     f"{result.get('test_return_std', 0.0):.2f} after {result.get('steps')} steps"
                 )
             return 0
-        recipe, env, scale, seed = (record[k] for k in ("recipe", "env", "scale", "seed"))
-        device, bindings = record["device"], record.get("bindings", [])
-        plugins = record.get("plugins", [])
+        comp = compose_recorded(record)
     else:
-        recipe, env, scale, seed, device = (
+        comp = compose(
             args.recipe,
-            args.env,
-            args.scale,
-            args.seed,
-            args.device,
+            env=args.env,
+            scale=args.scale,
+            seed=args.seed,
+            device=args.device,
+            bindings=args.gin_param,
+            plugins=args.plugin,
         )
-        bindings, plugins = args.gin_param, args.plugin
-    comp = compose(
-        recipe,
-        env=env,
-        scale=scale,
-        seed=seed,
-        device=device,
-        bindings=bindings,
-        plugins=plugins,
-    )
     show_choices(comp)
     if args.dry_run:
         return 0
@@ -198,8 +175,8 @@ def execute(args: argparse.Namespace) -> int:
             "scale": exp.scale,
             "seed": exp.seed,
             "device": exp.device,
-            "bindings": list(bindings),
-            "plugins": [_plugin_reference(p) for p in plugins],
+            "bindings": list(args.gin_param),
+            "plugins": [_plugin_reference(p) for p in args.plugin],
             "sources": list(comp.sources),
         }
         atomic_write_text(run_dir / "run.json", json.dumps(record, indent=1))

@@ -175,7 +175,8 @@ class FocalTrainer:
         self.train = TensorSampler(
             self.dataset.quality(quality), train_tasks, device=self.device, generator=self.generator
         )
-        self.test_data = self.dataset.quality(test_quality or quality)
+        self.quality, self.test_quality = quality, test_quality or quality
+        self.test_data = self.dataset.quality(self.test_quality)
         if not tasks_with_replacement and meta_batch > len(train_tasks):
             raise RecipeError(
                 f"focal.meta_batch = {meta_batch} distinct tasks, but {family_name} has only "
@@ -288,10 +289,12 @@ class FocalTrainer:
         return {**{k: v.detach() for k, v in representation.items()}, **rl}
 
     # --- the run ---------------------------------------------------------------------------
-    def evaluate(self) -> MetaTestResult:
+    def evaluate(self, data=None) -> MetaTestResult:
+        """The meta-test; `data`: another quality's data to draw test contexts from (the
+        distribution-shift analysis), default the recipe's `test_quality`."""
         return self.evaluator(
             family=self.family,
-            data=self.test_data,
+            data=self.test_data if data is None else data,
             tasks=self.test_tasks,
             layout=self.layout,
             encoder=self.encoder,
@@ -320,13 +323,19 @@ class FocalTrainer:
             "train_seconds": self._seconds(),
         }
 
-    def load_state(self, state: dict[str, Any]) -> None:
+    def load_weights(self, state: dict[str, Any]) -> None:
+        """The networks of a checkpoint (enough to act and to be analysed)."""
         self.step = state["step"]
         self.encoder.load_state_dict(state["encoder"])
         if self.key_encoder is not None:
             self.key_encoder.load_state_dict(state["key_encoder"])
-        self.objective.load_state_dict(state["objective"])
+        if "objective" in state:  # checkpoints before exact resume did not keep it
+            self.objective.load_state_dict(state["objective"])
         self.agent.load_state_dict(state["agent"])
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Everything `state()` saved, to continue training exactly."""
+        self.load_weights(state)
         self.encoder_opt.load_state_dict(state["optimizers"]["encoder"])
         for name, opt in self.agent.optimizers().items():
             opt.load_state_dict(state["optimizers"][f"agent.{name}"])

@@ -1,0 +1,74 @@
+"""Headless matplotlib figures, written atomically as PNG. Every figure has a title, labelled
+axes and (where there is more than one series) a legend."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: reports are made on servers and in CI
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from components.reporting.run_dir import atomic_write_bytes
+
+SIZE = (6.4, 4.8)  # inches; at DPI 100 a 640 × 480 image
+DPI = 100
+
+
+def save(fig, path: Path) -> Path:
+    """Render `fig` to PNG bytes and write them atomically; close the figure."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    plt.close(fig)
+    atomic_write_bytes(Path(path), buffer.getvalue())
+    return Path(path)
+
+
+def scatter_by_label(points: np.ndarray, labels: np.ndarray, *, title: str, path: Path) -> Path:
+    """2-D points coloured by an integer label (e.g. t-SNE by task)."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    for label in np.unique(labels):
+        mask = labels == label
+        ax.scatter(points[mask, 0], points[mask, 1], s=6, label=f"task {label}")
+    ax.set(title=title, xlabel="t-SNE 1", ylabel="t-SNE 2")
+    ax.legend(fontsize=6, markerscale=2, ncol=2, loc="best")
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def densities(
+    edges: np.ndarray, series: dict[str, np.ndarray], *, title: str, xlabel: str, path: Path
+) -> Path:
+    """Histogram densities on shared bin edges, one step line per series."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    for name, values in series.items():
+        ax.stairs(values, edges, label=name)
+    ax.set(title=title, xlabel=xlabel, ylabel="density")
+    ax.legend()
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def curves(
+    x: dict[str, np.ndarray],
+    mean: dict[str, np.ndarray],
+    std: dict[str, np.ndarray],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    path: Path,
+) -> Path:
+    """One line per series with a ±std band (e.g. learning curves over seeds)."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    for name in mean:
+        ax.plot(x[name], mean[name], label=name)
+        ax.fill_between(x[name], mean[name] - std[name], mean[name] + std[name], alpha=0.2)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.legend()
+    fig.tight_layout()
+    return save(fig, path)

@@ -1,0 +1,153 @@
+"""The analyses on inputs with known answers, and as a user runs them on a real (tiny) run."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.image
+import numpy as np
+import pytest
+import torch
+
+from components.data.context import ContextLayout
+from components.data.sampler import TensorSampler
+from components.data.store import QualityData
+from components.data.transitions import Transitions
+from components.encoders.batch_gate import BatchGate
+from components.encoders.context import ContextEncoder
+from components.evaluation.attention_weights import (
+    AttentionWeights,
+    attention_weights,
+    weights_auc,
+)
+from components.evaluation.embedding_variance import embedding_variance, variance_over_draws
+from components.evaluation.tsne import tsne_map
+from components.reporting.figures import scatter_by_label
+from tests.conftest import cli, run_row
+
+LAYOUT = ContextLayout(obs_dim=2, act_dim=2, next_obs=True, sparse=True)
+
+
+def dataset(tasks: int = 4, n: int = 30, *, constant: bool, rewarded_every: int = 3) -> QualityData:
+    """Per-task transitions; with `constant`, all of a task's transitions are the same one."""
+    rng = np.random.default_rng(0)
+    shape = (tasks, 1 if constant else n)
+    obs = np.broadcast_to(rng.normal(size=(*shape, 2)), (tasks, n, 2)).astype(np.float32)
+    action = np.broadcast_to(rng.normal(size=(*shape, 2)), (tasks, n, 2)).astype(np.float32)
+    sparse = np.zeros((tasks, n), np.float32)
+    if not constant:
+        sparse[:, ::rewarded_every] = 1.0
+    transitions = Transitions(
+        obs=obs.copy(),
+        action=action.copy(),
+        reward=np.zeros((tasks, n), np.float32),
+        sparse_reward=sparse,
+        next_obs=obs.copy(),
+        terminated=np.zeros((tasks, n), bool),
+        truncated=np.zeros((tasks, n), bool),
+    )
+    return QualityData(transitions, np.full(tasks, n))
+
+
+def sampler(data: QualityData) -> TensorSampler:
+    return TensorSampler(data, range(len(data.length)), generator=torch.Generator().manual_seed(1))
+
+
+def test_variance_over_draws_known_values():
+    same = torch.ones(5, 3, 4)
+    assert torch.equal(variance_over_draws(same), torch.zeros(3))
+    z = torch.tensor([[[0.0, 0.0]], [[2.0, 4.0]]])  # 2 draws, 1 task, 2 dims: variances 1 and 4
+    assert variance_over_draws(z).tolist() == [2.5]
+
+
+def test_identical_contexts_have_zero_embedding_variance():
+    torch.manual_seed(0)
+    encoder = ContextEncoder(sizes=LAYOUT.sizes, latent_dim=3)
+    result = embedding_variance(
+        encoder, sampler(dataset(constant=True)), LAYOUT, context_batch=8, draws=6
+    )
+    assert result.mean == 0.0 and result.per_task == [0.0] * 4
+    varied = embedding_variance(
+        encoder, sampler(dataset(constant=False)), LAYOUT, context_batch=8, draws=6
+    )
+    assert varied.mean > 0 and all(v > 0 for v in varied.per_task)
+
+
+def test_auc_known_values():
+    rewarded = np.array([True, True, False, False])
+    assert weights_auc(np.array([3.0, 2.0, 1.0, 0.5]), rewarded) == 1.0
+    assert weights_auc(np.array([0.0, 0.1, 1.0, 2.0]), rewarded) == 0.0
+    assert weights_auc(np.ones(4), rewarded) == 0.5  # all tied: blind
+    assert weights_auc(np.ones(4), np.ones(4, bool)) is None  # one class only
+
+
+def test_densities_integrate_to_one():
+    rng = np.random.default_rng(0)
+    result = AttentionWeights(rng.gamma(2.0, size=1000), rng.random(1000) < 0.3)
+    d = result.densities(bins=20)
+    widths = np.diff(d["edges"])
+    for name in ("rewarded", "unrewarded"):
+        assert np.isclose((d[name] * widths).sum(), 1.0)
+
+
+def test_gate_at_initialisation_is_blind_to_reward():
+    torch.manual_seed(0)
+    encoder = ContextEncoder(sizes=LAYOUT.sizes, latent_dim=4, gate=BatchGate)
+    result = attention_weights(
+        encoder, sampler(dataset(constant=False)), LAYOUT, context_batch=12, draws=2
+    )
+    assert result.weights.shape == (4 * 2 * 12,)
+    assert 0 < result.rewarded.mean() < 1
+    assert np.allclose(result.weights, 1.0) and result.auc == 0.5
+
+
+def test_tsne_keeps_separated_clusters_apart(tmp_path):
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0] * 5, [10.0] * 5, [-10.0] * 5])
+    labels = np.repeat(np.arange(3), 40)
+    points = centres[labels] + rng.normal(scale=0.3, size=(120, 5))
+    task_map = tsne_map(points, labels, seed=0)
+    assert task_map.points.shape == (120, 2)
+    distance = np.linalg.norm(task_map.points[:, None] - task_map.points[None], axis=-1)
+    np.fill_diagonal(distance, np.inf)
+    nearest = labels[distance.argmin(1)]
+    assert (nearest == labels).mean() > 0.95
+    path = scatter_by_label(task_map.points, labels, title="t", path=tmp_path / "t.png")
+    assert matplotlib.image.imread(path).shape[:2] == (480, 640)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_data, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("analysed") / "run"
+    run_row("focalpp_batchwise.gin", "sparse_point_robot", tiny_data, run_dir)
+    record = {
+        "recipe": "focalpp_batchwise.gin",
+        "env": "sparse_point_robot",
+        "scale": "tiny",
+        "seed": 0,
+        "device": "cpu",
+        "bindings": [f"focal.data_root = '{tiny_data}'"],
+    }
+    (run_dir / "run.json").write_text(json.dumps(record))
+    return run_dir
+
+
+def test_analyze_cli_on_a_real_run(tiny_run):
+    r = cli("analyze", str(tiny_run))
+    assert r.returncode == 0, r.stderr
+    results = json.loads((tiny_run / "analysis.json").read_text())
+    assert set(results) == {"embedding_variance", "attention_auc", "tsne", "distribution_shift"}
+    assert results["embedding_variance"]["embedding_variance"] >= 0
+    assert results["attention_auc"]["attention_gated"] in (True, False)
+    shift = results["distribution_shift"]
+    assert set(shift["shift"]) == {"random", "medium", "expert", "mixed"}
+    # the run's own test quality reproduces its final meta-test exactly
+    final = json.loads((tiny_run / "eval.json").read_text())["test_return_mean"]
+    assert shift["shift"][shift["train_quality"]]["mean"] == final
+    image = matplotlib.image.imread(tiny_run / "figures" / "tsne.png")
+    assert image.shape[:2] == (480, 640) and image.std() > 0
+
+
+def test_analyze_refuses_an_unknown_analysis(tiny_run):
+    r = cli("analyze", str(tiny_run), "--analyses", "embeding_variance")
+    assert r.returncode == 2 and "embedding_variance" in r.stderr

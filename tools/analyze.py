@@ -1,0 +1,90 @@
+"""Measure trained runs: embedding variance, attention AUC, t-SNE, distribution shift.
+
+    python tools/analyze.py RUN_DIR [...] [--analyses NAME,...] [--gin_param 'name.arg = v']
+
+Rebuilds each run's algorithm from its run.json and checkpoint (the last meta-test's state),
+runs the chosen analyses (registered evaluators; default: all four below) and merges their
+results into RUN_DIR/analysis.json; figures go to RUN_DIR/figures/. `tools/report.py` tabulates
+them.
+
+  embedding_variance   Table 2: variance of task vectors over context batches
+  attention_auc        Figure 4c: AUC and densities of batch weights, rewarded vs not
+  tsne                 Figure 3 (right): t-SNE of query embeddings by task
+  distribution_shift   Table 3: test return with test contexts of every dataset quality
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
+# which would shadow the components package.
+sys.path.insert(0, str(ROOT))
+
+from rich.markup import escape  # noqa: E402
+
+import components.evaluation.attention_weights  # noqa: E402  (registers the analyses)
+import components.evaluation.distribution_shift  # noqa: E402
+import components.evaluation.embedding_variance  # noqa: E402
+import components.evaluation.tsne  # noqa: E402, F401
+from components.reporting.console import out, run_tool  # noqa: E402
+from components.reporting.run_dir import atomic_write_text  # noqa: E402
+from components.reporting.run_record import load_trained  # noqa: E402
+from registry import get  # noqa: E402
+from registry.recipes import parse_bindings  # noqa: E402
+
+ANALYSES = ("embedding_variance", "attention_auc", "tsne", "distribution_shift")
+ANALYSIS = "analysis.json"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("runs", nargs="+", type=Path, help="run directories")
+    p.add_argument("--analyses", default=",".join(ANALYSES), help="comma-separated names")
+    p.add_argument("--gin_param", action="append", default=[], help="binding for an analysis")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    return p.parse_args(argv)
+
+
+def analyse(run_dir: Path, names: list[str], bindings: list[str]) -> dict:
+    trained = load_trained(run_dir)
+    parse_bindings(bindings, "--gin_param")
+    figures = run_dir / "figures"
+    figures.mkdir(exist_ok=True)
+    path = run_dir / ANALYSIS
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    for name in names:
+        analysis = get("evaluator", name)()
+        results[name] = analysis(trained, figures)
+        atomic_write_text(path, json.dumps(results, indent=1))
+    trained.evaluator.close()
+    return results
+
+
+def execute(args: argparse.Namespace) -> int:
+    names = [n.strip() for n in args.analyses.split(",") if n.strip()]
+    for name in names:
+        get("evaluator", name)  # an unknown name fails before any work, with suggestions
+    for run_dir in args.runs:
+        results = analyse(run_dir, names, args.gin_param)
+        out.print(f"[bold]{escape(str(run_dir))}[/]")
+        for name in names:
+            scalars = {k: v for k, v in results[name].items() if not isinstance(v, (list, dict))}
+            shift = results[name].get("shift")
+            if shift:
+                scalars.update({f"test with {q}": round(v["mean"], 3) for q, v in shift.items()})
+            out.print(escape(f"  {name}: {scalars}"))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_tool(execute, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
