@@ -1,13 +1,17 @@
-"""Tabulate finished runs: mean ± std of the final test return over seeds, per recipe and env.
+"""Tabulate finished runs like the paper's tables, with the paper's numbers beside ours.
 
-    python tools/report.py RUN_DIR_OR_PARENT_OR_STUDY [...] [--markdown]
+    python tools/report.py RUN_DIR_OR_PARENT_OR_STUDY [...] [--markdown] [--out DIR]
 
 Finds every run directory (one holding run.json and eval.json) under the given paths (for a
 study directory of tools/sweep.py, the runs its index.json lists; failed ones are named), groups
-runs by (env, scale, recipe) and prints one row per group: seeds, the mean over seeds of each
-run's mean test return (sparse where the family is sparse), the std over seeds, the mean std
-over test tasks, and the mean training time. Unfinished runs (no eval.json) are listed apart.
-"""
+runs by (env, scale, recipe) and prints, mean ± std over seeds:
+  Table 1   the final test return (sparse where the family is sparse), the mean std over test
+            tasks, the training time, and the paper's number (at the paper's scale);
+  Table 2   the embedding variance      } from each run's analysis.json,
+  Table 3   return under distribution shift  } written by tools/analyze.py
+  Fig. 4c   the batch-attention AUC      }
+`--out DIR` also writes report.md and one learning-curve PNG per environment and scale.
+Unfinished runs (no eval.json) are listed apart."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import json
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,17 +32,27 @@ import numpy as np  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from components.reporting import figures  # noqa: E402
 from components.reporting.console import out, run_tool  # noqa: E402
+from components.reporting.metrics import read_metrics  # noqa: E402
+from components.reporting.paper import ATTENTION_AUC, TABLE1, TABLE2  # noqa: E402
+from components.reporting.run_dir import atomic_write_text  # noqa: E402
 from components.sweep.runner import INDEX, read_index  # noqa: E402
 from registry import FocalppError  # noqa: E402
 
-COLUMNS = ("env", "scale", "recipe", "seeds", "test return", "std over tasks", "train s")
+
+@dataclass
+class Report:
+    title: str
+    columns: tuple[str, ...]
+    rows: list[tuple[str, ...]]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("paths", nargs="+", type=Path, help="run directories or their parents")
-    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("paths", nargs="+", type=Path, help="run or study directories, or parents")
+    p.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    p.add_argument("--out", type=Path, help="also write report.md and figures (PNG) here")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
 
@@ -66,53 +81,186 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
                 continue
             run = json.loads((run_dir / "run.json").read_text())
             run["eval"] = json.loads((run_dir / "eval.json").read_text())
+            analysis = run_dir / "analysis.json"
+            run["analysis"] = json.loads(analysis.read_text()) if analysis.is_file() else {}
+            run["dir"] = run_dir
             finished.append(run)
     return finished, others
 
 
-def rows(runs: list[dict]) -> list[tuple[str, ...]]:
-    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+def groups(runs: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
+    """Runs by (env, scale, recipe stem), sorted."""
+    grouped: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for run in runs:
-        groups[(run["env"], run["scale"], Path(run["recipe"]).stem)].append(run)
-    table = []
-    for (env, scale, recipe), group in sorted(groups.items()):
-        means = np.array([r["eval"]["test_return_mean"] for r in group])
+        grouped[(run["env"], run["scale"], Path(run["recipe"]).stem)].append(run)
+    return dict(sorted(grouped.items()))
+
+
+def spread(values: Sequence[float], digits: str = ".2f") -> str:
+    values = np.asarray(values, dtype=float)
+    return f"{values.mean():{digits}} ± {values.std():{digits}}"
+
+
+def seeds(group: list[dict]) -> str:
+    return ",".join(str(s) for s in sorted(r["seed"] for r in group))
+
+
+def returns_table(grouped) -> Report:
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
         task_std = np.mean([r["eval"]["test_return_std"] for r in group])
-        seconds = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
-        seeds = ",".join(str(s) for s in sorted(r["seed"] for r in group))
-        table.append(
+        secs = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
+        paper = TABLE1.get((env, recipe))
+        rows.append(
             (
                 env,
                 scale,
                 recipe,
-                seeds,
-                f"{means.mean():.2f} ± {means.std():.2f}",
+                seeds(group),
+                spread([r["eval"]["test_return_mean"] for r in group]),
                 f"{task_std:.2f}",
-                f"{np.mean(seconds):.0f}" if seconds else "-",
+                f"{np.mean(secs):.0f}" if secs else "-",
+                f"{paper[0]:.2f} ± {paper[1]:.2f}" if paper else "-",
             )
         )
-    return table
+    columns = ("env", "scale", "recipe", "seeds", "test return", "std over tasks", "train s")
+    return Report(
+        "Table 1: final test return, mean ± std over seeds (paper: its full scale)",
+        (*columns, "paper"),
+        rows,
+    )
+
+
+def variance_table(grouped) -> Report | None:
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
+        values = [
+            r["analysis"]["embedding_variance"]["embedding_variance"]
+            for r in group
+            if "embedding_variance" in r["analysis"]
+        ]
+        if values:
+            paper = TABLE2.get((env, recipe))
+            rows.append(
+                (
+                    env,
+                    scale,
+                    recipe,
+                    seeds(group),
+                    spread(values, ".2e"),
+                    f"{paper:.2e}" if paper else "-",
+                )
+            )
+    columns = ("env", "scale", "recipe", "seeds", "embedding variance", "paper")
+    return (
+        Report("Table 2: embedding variance over context batches", columns, rows) if rows else None
+    )
+
+
+def shift_table(grouped) -> Report | None:
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
+        shifts = [
+            r["analysis"]["distribution_shift"]
+            for r in group
+            if "distribution_shift" in r["analysis"]
+        ]
+        for train in sorted({s["train_quality"] for s in shifts}):
+            same = [s["shift"] for s in shifts if s["train_quality"] == train]
+            for test in same[0]:
+                values = [s[test]["mean"] for s in same if test in s]
+                rows.append((env, scale, recipe, train, test, str(len(values)), spread(values)))
+    columns = ("env", "scale", "recipe", "train quality", "test context", "seeds", "test return")
+    return Report("Table 3: distribution shift", columns, rows) if rows else None
+
+
+def attention_table(grouped) -> Report | None:
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
+        found = [r["analysis"]["attention_auc"] for r in group if "attention_auc" in r["analysis"]]
+        aucs = [a["attention_auc"] for a in found if a["attention_gated"] and a["attention_auc"]]
+        if aucs:
+            rewarded = np.mean([a["rewarded_fraction"] for a in found])
+            rows.append(
+                (env, scale, recipe, str(len(aucs)), spread(aucs, ".3f"), f"{rewarded:.2f}")
+            )
+    columns = ("env", "scale", "recipe", "seeds", "AUC", "rewarded fraction")
+    title = f"Figure 4c: batch-attention AUC, rewarded vs unrewarded (paper: {ATTENTION_AUC})"
+    return Report(title, columns, rows) if rows else None
+
+
+def learning_curves(grouped, out_dir: Path) -> list[Path]:
+    """One PNG per (env, scale): each recipe's meta-test return against steps, ± std."""
+    by_env: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(dict)
+    for (env, scale, recipe), group in grouped.items():
+        by_env[(env, scale)][recipe] = group
+    written = []
+    for (env, scale), recipes in by_env.items():
+        x, mean, std = {}, {}, {}
+        for recipe, group in recipes.items():
+            curves = [
+                {
+                    r["step"]: r["test_return_mean"]
+                    for r in read_metrics(run["dir"])
+                    if r["kind"] == "eval"
+                }
+                for run in group
+            ]
+            steps = sorted(set.intersection(*(set(c) for c in curves)))
+            if len(steps) < 2:
+                continue
+            values = np.array([[c[s] for s in steps] for c in curves])
+            x[recipe], mean[recipe], std[recipe] = np.array(steps), values.mean(0), values.std(0)
+        if mean:
+            written.append(
+                figures.curves(
+                    x,
+                    mean,
+                    std,
+                    title=f"{env} ({scale}): meta-test return, mean ± std over seeds",
+                    xlabel="gradient steps",
+                    ylabel="test return",
+                    path=out_dir / f"curves-{env}-{scale}.png",
+                )
+            )
+    return written
+
+
+def markdown(report: Report) -> str:
+    lines = [f"### {report.title}", "", "| " + " | ".join(report.columns) + " |"]
+    lines.append("|" + "---|" * len(report.columns))
+    lines += ["| " + " | ".join(row) + " |" for row in report.rows]
+    return "\n".join(lines) + "\n"
 
 
 def execute(args: argparse.Namespace) -> int:
     runs, unfinished = find_runs(args.paths)
     if not runs:
         raise FocalppError(f"no finished runs (run.json + eval.json) under {args.paths}")
-    table_rows = rows(runs)
-    if args.markdown:
-        print("| " + " | ".join(COLUMNS) + " |")
-        print("|" + "---|" * len(COLUMNS))
-        for row in table_rows:
-            print("| " + " | ".join(row) + " |")
-    else:
-        table = Table(title="final test return: mean ± std over seeds", title_justify="left")
-        for column in COLUMNS:
+    grouped = groups(runs)
+    reports = [returns_table(grouped)]
+    reports += [
+        t for t in (variance_table(grouped), shift_table(grouped), attention_table(grouped)) if t
+    ]
+    for report in reports:
+        if args.markdown:
+            print(markdown(report))
+            continue
+        table = Table(title=report.title, title_justify="left")
+        for column in report.columns:
             table.add_column(column)
-        for row in table_rows:
+        for row in report.rows:
             table.add_row(*row)
         out.print(table)
     for note in unfinished:
         out.print(escape(note))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        pictures = learning_curves(grouped, args.out)
+        text = "\n".join(markdown(r) for r in reports)
+        text += "".join(f"\n![{p.stem}]({p.name})\n" for p in pictures)
+        atomic_write_text(args.out / "report.md", text)
+        out.print(f"wrote {escape(str(args.out / 'report.md'))} and {len(pictures)} figure(s)")
     return 0
 
 

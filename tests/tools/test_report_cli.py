@@ -45,3 +45,49 @@ def test_report_averages_seeds_of_real_runs(tiny_data, tmp_path):
 def test_report_without_runs_is_an_error(tmp_path):
     result = cli("report", str(tmp_path))
     assert result.returncode == 2 and "no finished runs" in result.stderr
+
+
+def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
+    import matplotlib.image
+
+    runs = tmp_path / "runs"
+    for seed in (0, 1):
+        done = cli(
+            "run",
+            "--recipe",
+            "focalpp_batchwise.gin",
+            "--scale",
+            "tiny",
+            "--seed",
+            str(seed),
+            "--out",
+            str(runs / f"s{seed}"),
+            "--gin_param",
+            f"focal.data_root = '{tiny_data}'",
+        )
+        assert done.returncode == 0, done.stderr
+    analysed = cli(
+        "analyze", *(str(runs / f"s{s}") for s in (0, 1)), "--analyses", "embedding_variance"
+    )
+    assert analysed.returncode == 0, analysed.stderr
+    variances = [
+        json.loads((runs / f"s{s}" / "analysis.json").read_text())["embedding_variance"][
+            "embedding_variance"
+        ]
+        for s in (0, 1)
+    ]
+    result = cli("report", str(runs), "--markdown", "--out", str(tmp_path / "report"))
+    assert result.returncode == 0, result.stderr
+    assert "### Table 2: embedding variance" in result.stdout
+    row = next(
+        line
+        for line in result.stdout.splitlines()
+        if line.startswith("| sparse_point_robot | tiny | focalpp_batchwise | 0,1 | ")
+        and "e-" in line
+    )
+    assert f"{np.mean(variances):.2e} ± {np.std(variances):.2e}" in row
+    assert row.endswith("| 7.73e-05 |")  # the paper's number for this row and env
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
+    image = matplotlib.image.imread(tmp_path / "report" / "curves-sparse_point_robot-tiny.png")
+    assert image.shape[:2] == (480, 640) and image.std() > 0
