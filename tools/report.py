@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from components.evaluation.embedding_variance import crossovers  # noqa: E402
 from components.reporting import figures  # noqa: E402
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.metrics import read_metrics  # noqa: E402
@@ -89,10 +90,12 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
 
 
 def groups(runs: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
-    """Runs by (env, scale, recipe stem), sorted."""
+    """Runs by (env, scale, recipe), sorted; a labelled run's recipe reads `stem (label)`."""
     grouped: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for run in runs:
-        grouped[(run["env"], run["scale"], Path(run["recipe"]).stem)].append(run)
+        label = run.get("label") or ""
+        recipe = Path(run["recipe"]).stem + (f" ({label})" if label else "")
+        grouped[(run["env"], run["scale"], recipe)].append(run)
     return dict(sorted(grouped.items()))
 
 
@@ -189,6 +192,60 @@ def attention_table(grouped) -> Report | None:
     return Report(title, columns, rows) if rows else None
 
 
+def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, list[Path]]:
+    """The variance-sparsity study: labelled runs (one label per sparsity level) with an
+    embedding-variance analysis; per recipe, variance against the data's sparsity ratio, and
+    where each recipe's curve crosses FOCAL's."""
+    points: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = defaultdict(dict)
+    for (env, scale, _), group in grouped.items():
+        for run in group:
+            found = run["analysis"].get("embedding_variance", {})
+            if not run.get("label") or "sparsity" not in found:
+                continue
+            stem = Path(run["recipe"]).stem
+            curve = points[(env, scale)].setdefault(stem, [])
+            curve.append((found["sparsity"], found["embedding_variance"], run["label"]))
+    rows, pictures = [], []
+    for (env, scale), recipes in sorted(points.items()):
+        series = {}
+        for stem, found in sorted(recipes.items()):
+            by_label = defaultdict(list)
+            for sparsity, variance, label in found:
+                by_label[label].append((sparsity, variance))
+            levels = sorted(
+                (np.mean([p[0] for p in v]), np.mean([p[1] for p in v]), k)
+                for k, v in by_label.items()
+            )
+            series[stem] = levels
+            for sparsity, variance, label in levels:
+                rows.append((env, scale, stem, label, f"{sparsity:.3f}", f"{variance:.2e}"))
+        base = "focal" if "focal" in series else next(iter(series))
+        for stem, levels in series.items():
+            if stem == base or len(levels) < 2:
+                continue
+            common = {lab for *_, lab in levels} & {lab for *_, lab in series[base]}
+            a = [v for s, v, lab in series[base] if lab in common]
+            b = [v for s, v, lab in levels if lab in common]
+            x = [s for s, v, lab in levels if lab in common]
+            at = crossovers(x, a, b)
+            where = ", ".join(f"{c:.2f}" for c in at) if at else "none in range"
+            rows.append((env, scale, f"{stem} crosses {base}", "-", where, "-"))
+        if out_dir is not None and len(series) >= 1:
+            pictures.append(
+                figures.lines(
+                    {k: np.array([p[0] for p in v]) for k, v in series.items()},
+                    {k: np.array([p[1] for p in v]) for k, v in series.items()},
+                    title=f"{env} ({scale}): embedding variance vs sparsity",
+                    xlabel="sparsity ratio (fraction of zero-reward transitions)",
+                    ylabel="embedding variance",
+                    path=out_dir / f"variance-sparsity-{env}-{scale}.png",
+                )
+            )
+    columns = ("env", "scale", "recipe", "label", "sparsity ratio", "embedding variance")
+    title = "Variance-sparsity (paper: crossover near a sparsity ratio of 0.6)"
+    return (Report(title, columns, rows) if rows else None), pictures
+
+
 def learning_curves(grouped, out_dir: Path) -> list[Path]:
     """One PNG per (env, scale): each recipe's meta-test return against steps, ± std."""
     by_env: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(dict)
@@ -238,9 +295,14 @@ def execute(args: argparse.Namespace) -> int:
     if not runs:
         raise FocalppError(f"no finished runs (run.json + eval.json) under {args.paths}")
     grouped = groups(runs)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
     reports = [returns_table(grouped)]
+    study, sparsity_figures = variance_sparsity(grouped, args.out)
     reports += [
-        t for t in (variance_table(grouped), shift_table(grouped), attention_table(grouped)) if t
+        t
+        for t in (variance_table(grouped), shift_table(grouped), attention_table(grouped), study)
+        if t
     ]
     for report in reports:
         if args.markdown:
@@ -255,8 +317,7 @@ def execute(args: argparse.Namespace) -> int:
     for note in unfinished:
         out.print(escape(note))
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        pictures = learning_curves(grouped, args.out)
+        pictures = learning_curves(grouped, args.out) + sparsity_figures
         text = "\n".join(markdown(r) for r in reports)
         text += "".join(f"\n![{p.stem}]({p.name})\n" for p in pictures)
         atomic_write_text(args.out / "report.md", text)

@@ -3,7 +3,7 @@
     python tools/run.py --recipe recipes/focalpp_seqwise.gin [--env NAME] [--scale NAME]
         [--seed N] [--device auto|cpu|cuda] [--gin_param 'name.arg = value' ...]
         [--plugin MODULE_OR_FILE ...]
-        [--out DIR] [--dry-run] [--debug]
+        [--out DIR] [--label NAME] [--dry-run] [--debug]
     python tools/run.py --resume RUN_DIR
 
 Resolves the recipe (recipe → envs/<env>.gin → scales/<scale>.gin → --seed → --gin_param), prints
@@ -60,6 +60,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--gin_param", action="append", default=[], help="extra gin binding")
     p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")
     p.add_argument("--out", type=Path, help="run directory (must not exist)")
+    p.add_argument("--label", help="a name for this run's variant, kept in run.json for reports")
     p.add_argument("--runs-root", type=Path, default=Path("runs"), help="parent of default --out")
     p.add_argument("--resume", type=Path, help="continue the run in this directory")
     p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
@@ -176,6 +177,7 @@ def execute(args: argparse.Namespace) -> int:
             "seed": exp.seed,
             "device": exp.device,
             "bindings": list(args.gin_param),
+            "label": args.label or "",
             "plugins": [_plugin_reference(p) for p in args.plugin],
             "sources": list(comp.sources),
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -75,4 +76,31 @@ class VarianceAnalysis:
             context_batch=trained.context_batch,
             draws=self.draws,
         )
-        return {"embedding_variance": result.mean, "embedding_variance_per_task": result.per_task}
+        return {
+            "embedding_variance": result.mean,
+            "embedding_variance_per_task": result.per_task,
+            "sparsity": sparsity(trained.train),
+        }
+
+
+def sparsity(sampler: TensorSampler) -> float:
+    """The sparsity ratio of a sampler's data: the fraction of its real transitions whose
+    sparse reward is zero (the x-axis of the variance-sparsity study)."""
+    n = sampler.data.sparse_reward.shape[1]
+    real = torch.arange(n, device=sampler.device)[None, :] < sampler.length[:, None]
+    return float((sampler.data.sparse_reward[real] == 0).float().mean())
+
+
+def crossovers(x, a, b) -> list[float]:
+    """Where curve b crosses curve a, both sampled at the sorted points x: the x of every sign
+    change of b − a, by linear interpolation (the variance-sparsity crossover)."""
+    x, d = np.asarray(x, dtype=float), np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    found = []
+    for i in range(len(x) - 1):
+        if d[i] == 0:
+            found.append(float(x[i]))
+        elif d[i] * d[i + 1] < 0:
+            found.append(float(x[i] + (x[i + 1] - x[i]) * d[i] / (d[i] - d[i + 1])))
+    if len(d) and d[-1] == 0:
+        found.append(float(x[-1]))
+    return found

@@ -72,3 +72,22 @@ def curves(
     ax.legend()
     fig.tight_layout()
     return save(fig, path)
+
+
+def lines(
+    x: dict[str, np.ndarray],
+    y: dict[str, np.ndarray],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    path: Path,
+) -> Path:
+    """One marked line per series (e.g. a measure against a swept setting)."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    for name in y:
+        ax.plot(x[name], y[name], marker="o", label=name)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.legend()
+    fig.tight_layout()
+    return save(fig, path)

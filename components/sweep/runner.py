@@ -20,7 +20,7 @@ from components.sweep.study import Study, StudyError
 
 INDEX = "index.json"
 # What a run's result depends on: a study directory refuses a spec that changes these.
-RUN_SHAPING = ("scale", "bindings", "plugins")
+RUN_SHAPING = ("scale", "bindings", "plugins")  # variants may grow: their runs are named
 
 
 def run_study(
@@ -107,6 +107,9 @@ def _claim(out: Path, study: Study) -> None:
     if spec_file.is_file():
         before = json.loads(spec_file.read_text())
         changed = [k for k in RUN_SHAPING if before.get(k) != study.to_dict()[k]]
+        old_variants = before.get("variants", {})
+        if any(old_variants.get(k, list(v)) != list(v) for k, v in study.variants.items()):
+            changed.append("variants")
         if changed:
             raise StudyError(
                 f"{out} holds runs of a study with other {', '.join(changed)} "
@@ -131,6 +134,7 @@ def _index(study, backend_name, out, final, attempts, before, datasets) -> dict[
             "env": spec.env,
             "seed": spec.seed,
             "scale": spec.scale,
+            "variant": spec.variant,
             "status": outcome.status,
             "how": how,
             "attempts": tries,

@@ -11,6 +11,8 @@
     threads_per_run = 1                          # optional: torch threads of each run
     dataset_shards = 0                           # optional: build each env's dataset in K
                                                  # task shards on the backend first (K ≥ 2)
+    [variants]                                   # optional: named sets of extra bindings;
+    "r0.2" = ["relabeled.goal_radius = -0.2"]   # every run is repeated for each variant
 
 The same file runs on every backend (tools/sweep.py --backend local|ray).
 """
@@ -65,11 +67,13 @@ class RunSpec:
     scale: str
     bindings: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
+    variant: str = ""
     tool = "run"
 
     def run_args(self) -> list[str]:
         args = ["--recipe", self.recipe, "--env", self.env, "--scale", self.scale]
         args += ["--seed", str(self.seed)]
+        args += ["--label", self.variant] if self.variant else []
         for binding in self.bindings:
             args += ["--gin_param", binding]
         for plugin in self.plugins:
@@ -89,6 +93,7 @@ class Study:
     retries: int = 1
     threads_per_run: int = 1
     dataset_shards: int = 0
+    variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     source: str = field(default="", compare=False)
 
     def dataset_jobs(self, env: str) -> tuple[list[CollectSpec], CollectSpec]:
@@ -101,19 +106,22 @@ class Study:
         return shards, CollectSpec(f"dataset-{env}-merge", env, self.scale, self.bindings, merge=k)
 
     def runs(self) -> list[RunSpec]:
-        """Every run, recipe-major, then env, then seed (the order of the index)."""
+        """Every run, recipe-major, then env, then variant, then seed (the order of the index)."""
+        variants = self.variants or {"": ()}
         return [
             RunSpec(
-                name=f"{Path(recipe).stem}-{env}-s{seed}",
+                name=f"{Path(recipe).stem}-{env}{f'-{variant}' if variant else ''}-s{seed}",
                 recipe=recipe,
                 env=env,
                 seed=seed,
                 scale=self.scale,
-                bindings=self.bindings,
+                bindings=(*self.bindings, *extra),
                 plugins=self.plugins,
+                variant=variant,
             )
             for recipe in self.recipes
             for env in self.envs
+            for variant, extra in variants.items()
             for seed in self.seeds
         ]
 
@@ -142,6 +150,7 @@ class Study:
             "retries": self.retries,
             "threads_per_run": self.threads_per_run,
             "dataset_shards": self.dataset_shards,
+            "variants": {k: list(v) for k, v in self.variants.items()},
         }
 
 
@@ -153,6 +162,7 @@ OPTIONAL = {
     "retries": int,
     "threads_per_run": int,
     "dataset_shards": int,
+    "variants": dict,
 }
 
 
@@ -199,6 +209,12 @@ def load_study(path: Path) -> Study:
         raise StudyError(f"{path}: `retries` must be ≥ 0 and `threads_per_run` ≥ 1")
     if raw.get("dataset_shards", 0) < 0 or raw.get("dataset_shards", 0) == 1:
         raise StudyError(f"{path}: `dataset_shards` must be 0 (no sharding) or ≥ 2")
+    for name, extra in raw.get("variants", {}).items():
+        if not re.fullmatch(r"[\w.]+", name):
+            raise StudyError(f"{path}: variant name {name!r} must be letters, digits, . or _")
+        if not isinstance(extra, list):
+            raise StudyError(f"{path}: variant {name!r} must list bindings, got {extra!r}")
+        _check_items(path, f"variants.{name}", extra, str)
     stems = [Path(r).stem for r in raw["recipes"]]
     if len(set(stems)) != len(stems):
         raise StudyError(f"{path}: two recipes share a file name, so their runs would collide")
@@ -213,6 +229,7 @@ def load_study(path: Path) -> Study:
         retries=raw.get("retries", 1),
         threads_per_run=raw.get("threads_per_run", 1),
         dataset_shards=raw.get("dataset_shards", 0),
+        variants={k: tuple(v) for k, v in raw.get("variants", {}).items()},
         source=str(path),
     )
 

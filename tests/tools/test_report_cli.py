@@ -91,3 +91,41 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
     assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
     image = matplotlib.image.imread(tmp_path / "report" / "curves-sparse_point_robot-tiny.png")
     assert image.shape[:2] == (480, 640) and image.std() > 0
+
+
+def test_variance_sparsity_study_end_to_end(tmp_path):
+    import matplotlib.image
+
+    store = tmp_path / "store"
+    variants = "".join(
+        f'"r{r}" = ["relabeled.goal_radius = -{r}", "sparse_point_robot.goal_radius = -{r}", '
+        f"\"focal.dataset_tag = 'tiny{r}'\"]\n"
+        for r in ("0.3", "1.0")
+    )
+    study = tmp_path / "study.toml"
+    study.write_text(
+        'name = "vs"\nrecipes = ["focal.gin", "focalpp_batchwise.gin"]\n'
+        'envs = ["sparse_point_robot_relabeled"]\nseeds = [0]\nscale = "tiny"\n'
+        f"bindings = [\"focal.data_root = '{store}'\"]\n[variants]\n{variants}"
+    )
+    out = tmp_path / "study"
+    assert cli("sweep", str(study), "--out", str(out)).returncode == 0
+    runs = sorted((out / "runs").iterdir())
+    analysed = cli("analyze", *map(str, runs), "--analyses", "embedding_variance")
+    assert analysed.returncode == 0, analysed.stderr
+    sparsity = {
+        run.name: json.loads((run / "analysis.json").read_text())["embedding_variance"]["sparsity"]
+        for run in runs
+    }
+    assert (
+        sparsity["focal-sparse_point_robot_relabeled-r0.3-s0"]
+        > (sparsity["focal-sparse_point_robot_relabeled-r1.0-s0"])
+    )  # a smaller goal radius leaves more transitions without reward
+    result = cli("report", str(out), "--markdown", "--out", str(tmp_path / "report"))
+    assert result.returncode == 0, result.stderr
+    assert (
+        "Variance-sparsity" in result.stdout and "focalpp_batchwise crosses focal" in result.stdout
+    )
+    assert "| sparse_point_robot_relabeled | tiny | focal (r0.3) |" in result.stdout
+    figure = tmp_path / "report" / "variance-sparsity-sparse_point_robot_relabeled-tiny.png"
+    assert matplotlib.image.imread(figure).shape[:2] == (480, 640)

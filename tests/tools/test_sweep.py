@@ -185,3 +185,23 @@ def test_a_job_held_by_another_process_is_not_run_twice(tmp_path):
         outcome = execute(job)
     assert (outcome.status, outcome.reason) == ("failed", "another process is running this job")
     assert not job.run_dir.exists() and not job.log.exists()
+
+
+def test_variants_repeat_runs_with_their_bindings_and_label(tmp_path):
+    from components.sweep.study import load_study
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'name = "v"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\nseeds = [0, 1]\n'
+        'bindings = ["focal.steps = 7"]\n'
+        '[variants]\n"r0.3" = ["relabeled.goal_radius = -0.3"]\nwide = ["brac.hidden = (8,)"]\n'
+    )
+    runs = load_study(path).runs()
+    assert [r.name for r in runs] == [
+        "focal-sparse_point_robot-r0.3-s0",
+        "focal-sparse_point_robot-r0.3-s1",
+        "focal-sparse_point_robot-wide-s0",
+        "focal-sparse_point_robot-wide-s1",
+    ]
+    assert runs[0].bindings == ("focal.steps = 7", "relabeled.goal_radius = -0.3")
+    assert runs[0].run_args()[runs[0].run_args().index("--label") + 1] == "r0.3"

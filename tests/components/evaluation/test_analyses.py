@@ -151,3 +151,12 @@ def test_analyze_cli_on_a_real_run(tiny_run):
 def test_analyze_refuses_an_unknown_analysis(tiny_run):
     r = cli("analyze", str(tiny_run), "--analyses", "embeding_variance")
     assert r.returncode == 2 and "embedding_variance" in r.stderr
+
+
+def test_crossovers_known_values():
+    from components.evaluation.embedding_variance import crossovers
+
+    x = [0.2, 0.4, 0.6, 0.8]
+    assert crossovers(x, [1, 1, 1, 1], [2, 1.5, 0.5, 0]) == pytest.approx([0.5])
+    assert crossovers(x, [1, 1, 1, 1], [2, 2, 2, 2]) == []
+    assert crossovers(x, [0, 0, 0, 0], [1, -1, 1, -1]) == pytest.approx([0.3, 0.5, 0.7])
