@@ -336,6 +336,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         study(GOOD_STUDY.replace("sparse_point_robot", "nowhere")),
         "unknown env 'nowhere'",
     ),
+    "study with an unknown analysis": (
+        study(GOOD_STUDY + 'analyses = ["embeding_variance"]\n'),
+        "embeding_variance",
+    ),
     "study on an unknown backend": (study(GOOD_STUDY, "--backend", "slurm"), "slurm"),
     "study directory of another study": (other_study, "other bindings"),
     # reports

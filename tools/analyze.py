@@ -28,17 +28,13 @@ sys.path.insert(0, str(ROOT))
 
 from rich.markup import escape  # noqa: E402
 
-import components.evaluation.attention_weights  # noqa: E402  (registers the analyses)
-import components.evaluation.distribution_shift  # noqa: E402
-import components.evaluation.embedding_variance  # noqa: E402
-import components.evaluation.tsne  # noqa: E402, F401
+from components.evaluation.analyses import NAMES as ANALYSES  # noqa: E402  (registers them)
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.run_dir import atomic_write_text  # noqa: E402
 from components.reporting.run_record import load_trained  # noqa: E402
 from registry import get  # noqa: E402
 from registry.recipes import parse_bindings  # noqa: E402
 
-ANALYSES = ("embedding_variance", "attention_auc", "tsne", "distribution_shift")
 ANALYSIS = "analysis.json"
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from components.reporting.checkpoint import CHECKPOINT
-from components.sweep.study import CollectSpec, RunSpec
+from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools"
@@ -34,7 +34,7 @@ USER_ERROR = 2  # tools/run.py's exit status for a bad recipe, binding or datase
 class Job:
     """A run (or dataset job), the study directory, and how many threads it may use."""
 
-    spec: RunSpec | CollectSpec
+    spec: RunSpec | CollectSpec | AnalyzeSpec
     study_dir: str
     threads: int = 1
 
@@ -83,7 +83,7 @@ def execute(job: Job) -> Outcome:
 
 def _execute(job: Job, lock_fd: int) -> Outcome:
     name, run_dir = job.spec.name, job.run_dir
-    if job.spec.tool == "collect":  # collect.py itself reuses what is built
+    if job.spec.tool != "run":  # collect.py and analyze.py: done when they exit cleanly
         proc = _subprocess(job, job.spec.run_args(), lock_fd)
         if proc.returncode == 0:
             return Outcome(name, "done", "ran")

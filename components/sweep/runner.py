@@ -16,7 +16,7 @@ from typing import Any
 
 from components.reporting.run_dir import atomic_write_text
 from components.sweep.job import Job, Outcome, run_summary
-from components.sweep.study import Study, StudyError
+from components.sweep.study import AnalyzeSpec, Study, StudyError
 
 INDEX = "index.json"
 # What a run's result depends on: a study directory refuses a spec that changes these.
@@ -65,13 +65,28 @@ def run_study(
         if spec.env not in unbuilt
     ]
     final, attempts = _with_retries(backend, jobs, study.retries, on_outcome)
+    analysed: dict[str, Outcome] = {}
+    if study.analyses:
+        jobs = [
+            Job(
+                AnalyzeSpec(f"analyze-{spec.name}", str(out / "runs" / spec.name), study.analyses),
+                str(out),
+                study.threads_per_run,
+            )
+            for spec in study.runs()
+            if final.get(spec.name)
+            and final[spec.name].status == "done"
+            and not _analysed(out / "runs" / spec.name, study.analyses)
+        ]
+        done, _ = _with_retries(backend, jobs, study.retries, on_outcome)
+        analysed = {name.removeprefix("analyze-"): o for name, o in done.items()}
     for spec in study.runs():
         if spec.env in unbuilt:
             final[spec.name] = Outcome(
                 spec.name, "failed", "not started", f"dataset not built: {unbuilt[spec.env]}"
             )
             attempts[spec.name] = 0
-    index = _index(study, backend_name, out, final, attempts, before, datasets)
+    index = _index(study, backend_name, out, final, attempts, before, datasets, analysed)
     atomic_write_text(out / INDEX, json.dumps(index, indent=1))
     return index
 
@@ -120,7 +135,12 @@ def _claim(out: Path, study: Study) -> None:
     atomic_write_text(spec_file, json.dumps(study.to_dict(), indent=1))
 
 
-def _index(study, backend_name, out, final, attempts, before, datasets) -> dict[str, Any]:
+def _analysed(run_dir: Path, names: tuple[str, ...]) -> bool:
+    path = run_dir / "analysis.json"
+    return path.is_file() and set(names) <= set(json.loads(path.read_text()))
+
+
+def _index(study, backend_name, out, final, attempts, before, datasets, analysed) -> dict[str, Any]:
     """The index; a run skipped as finished keeps how it got there from the previous index."""
     runs = []
     for spec in study.runs():
@@ -143,6 +163,13 @@ def _index(study, backend_name, out, final, attempts, before, datasets) -> dict[
         }
         if outcome.status == "done":
             entry.update(run_summary(out / entry["run_dir"]))
+        if study.analyses and outcome.status == "done":
+            result = analysed.get(spec.name)
+            entry["analyses"] = (
+                "done"
+                if result is None or result.status == "done"
+                else (f"failed: {result.reason}")
+            )
         runs.append(entry)
     failed = [r["name"] for r in runs if r["status"] != "done"]
     index = {

@@ -11,6 +11,7 @@
     threads_per_run = 1                          # optional: torch threads of each run
     dataset_shards = 0                           # optional: build each env's dataset in K
                                                  # task shards on the backend first (K ≥ 2)
+    analyses = ["embedding_variance"]            # optional: tools/analyze.py on each run
     [variants]                                   # optional: named sets of extra bindings;
     "r0.2" = ["relabeled.goal_radius = -0.2"]   # every run is repeated for each variant
 
@@ -26,7 +27,7 @@ from typing import Any
 
 import tomllib
 
-from registry import RECIPES_DIR, FocalppError
+from registry import RECIPES_DIR, FocalppError, get
 from registry.recipes import columns, find_recipe
 
 
@@ -54,6 +55,19 @@ class CollectSpec:
         for binding in self.bindings:
             args += ["--gin_param", binding]
         return args
+
+
+@dataclass(frozen=True)
+class AnalyzeSpec:
+    """Analyses of one finished run: `tools/analyze.py RUN_DIR --analyses ...`."""
+
+    name: str
+    run_dir: str
+    analyses: tuple[str, ...]
+    tool = "analyze"
+
+    def run_args(self) -> list[str]:
+        return [self.run_dir, "--analyses", ",".join(self.analyses)]
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,7 @@ class Study:
     threads_per_run: int = 1
     dataset_shards: int = 0
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    analyses: tuple[str, ...] = ()
     source: str = field(default="", compare=False)
 
     def dataset_jobs(self, env: str) -> tuple[list[CollectSpec], CollectSpec]:
@@ -126,7 +141,11 @@ class Study:
         ]
 
     def check(self) -> None:
-        """Every recipe, environment column and scale exists (before any run starts)."""
+        """Every recipe, environment column, scale and analysis exists (before any run)."""
+        import components.evaluation.analyses  # noqa: F401  (registers them)
+
+        for name in self.analyses:
+            get("evaluator", name)  # raises, with suggestions
         for recipe in self.recipes:
             find_recipe(recipe, RECIPES_DIR)  # raises, with suggestions
         for column, values in (("envs", self.envs), ("scales", (self.scale,))):
@@ -151,6 +170,7 @@ class Study:
             "threads_per_run": self.threads_per_run,
             "dataset_shards": self.dataset_shards,
             "variants": {k: list(v) for k, v in self.variants.items()},
+            "analyses": list(self.analyses),
         }
 
 
@@ -163,6 +183,7 @@ OPTIONAL = {
     "threads_per_run": int,
     "dataset_shards": int,
     "variants": dict,
+    "analyses": list,
 }
 
 
@@ -191,7 +212,7 @@ def load_study(path: Path) -> Study:
             raise StudyError(
                 f"{path}: `{key}` must be a {kind.__name__}, got {type(value).__name__} {value!r}"
             )
-    for key in ("recipes", "envs", "bindings", "plugins"):
+    for key in ("recipes", "envs", "bindings", "plugins", "analyses"):
         _check_items(path, key, raw.get(key, []), str)
     _check_items(path, "seeds", raw["seeds"], int)
     for key in ("recipes", "envs", "seeds"):
@@ -230,6 +251,7 @@ def load_study(path: Path) -> Study:
         threads_per_run=raw.get("threads_per_run", 1),
         dataset_shards=raw.get("dataset_shards", 0),
         variants={k: tuple(v) for k, v in raw.get("variants", {}).items()},
+        analyses=tuple(raw.get("analyses", ())),
         source=str(path),
     )
 

@@ -106,13 +106,15 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
     study.write_text(
         'name = "vs"\nrecipes = ["focal.gin", "focalpp_batchwise.gin"]\n'
         'envs = ["sparse_point_robot_relabeled"]\nseeds = [0]\nscale = "tiny"\n'
+        'analyses = ["embedding_variance"]\n'
         f"bindings = [\"focal.data_root = '{store}'\"]\n[variants]\n{variants}"
     )
     out = tmp_path / "study"
-    assert cli("sweep", str(study), "--out", str(out)).returncode == 0
+    swept = cli("sweep", str(study), "--out", str(out))
+    assert swept.returncode == 0, swept.stderr
+    index = json.loads((out / "index.json").read_text())
+    assert [r["analyses"] for r in index["runs"]] == ["done"] * 4
     runs = sorted((out / "runs").iterdir())
-    analysed = cli("analyze", *map(str, runs), "--analyses", "embedding_variance")
-    assert analysed.returncode == 0, analysed.stderr
     sparsity = {
         run.name: json.loads((run / "analysis.json").read_text())["embedding_variance"]["sparsity"]
         for run in runs

@@ -1,0 +1,8 @@
+"""Importing this module registers every analysis of a trained run (kind `evaluator`)."""
+
+import components.evaluation.attention_weights
+import components.evaluation.distribution_shift
+import components.evaluation.embedding_variance
+import components.evaluation.tsne  # noqa: F401
+
+NAMES = ("embedding_variance", "attention_auc", "tsne", "distribution_shift")
