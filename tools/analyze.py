@@ -3,7 +3,7 @@
     python tools/analyze.py RUN_DIR [...] [--analyses NAME,...] [--gin_param 'name.arg = v']
 
 Rebuilds each run's algorithm from its run.json and checkpoint (the last meta-test's state),
-runs the chosen analyses (registered evaluators; default: all four below) and merges their
+runs the chosen analyses (registered evaluators; default: all below) and merges their
 results into RUN_DIR/analysis.json; figures go to RUN_DIR/figures/. `tools/report.py` tabulates
 them.
 
@@ -11,6 +11,7 @@ them.
   attention_auc        Figure 4c: AUC and densities of batch weights, rewarded vs not
   tsne                 Figure 3 (right): t-SNE of query embeddings by task
   distribution_shift   Table 3: test return with test contexts of every dataset quality
+  ood_context          test return with context from other tasks' behaviour (CORRO/UNICORN)
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ runs by (env, scale, recipe) and prints, mean ± std over seeds:
   Table 2   the embedding variance      } from each run's analysis.json,
   Table 3   return under distribution shift  } written by tools/analyze.py
   Fig. 4c   the batch-attention AUC      }
+  OOD       in- vs out-of-distribution context, and the variance-sparsity study (labelled runs)
 `--out DIR` also writes report.md and one learning-curve PNG per environment and scale.
 Unfinished runs (no eval.json) are listed apart."""
 
@@ -192,6 +193,20 @@ def attention_table(grouped) -> Report | None:
     return Report(title, columns, rows) if rows else None
 
 
+def ood_table(grouped) -> Report | None:
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
+        found = [r["analysis"]["ood_context"] for r in group if "ood_context" in r["analysis"]]
+        found = [f for f in found if f.get("ood_applies")]
+        if found:
+            inside = spread([f["in_distribution"] for f in found])
+            outside = spread([f["out_of_distribution"] for f in found])
+            rows.append((env, scale, recipe, str(len(found)), inside, outside))
+    columns = ("env", "scale", "recipe", "seeds", "in-distribution", "out-of-distribution")
+    title = "Out-of-distribution behaviour context (CORRO/UNICORN protocol; not in the paper)"
+    return Report(title, columns, rows) if rows else None
+
+
 def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, list[Path]]:
     """The variance-sparsity study: labelled runs (one label per sparsity level) with an
     embedding-variance analysis; per recipe, variance against the data's sparsity ratio, and
@@ -301,7 +316,13 @@ def execute(args: argparse.Namespace) -> int:
     study, sparsity_figures = variance_sparsity(grouped, args.out)
     reports += [
         t
-        for t in (variance_table(grouped), shift_table(grouped), attention_table(grouped), study)
+        for t in (
+            variance_table(grouped),
+            shift_table(grouped),
+            attention_table(grouped),
+            ood_table(grouped),
+            study,
+        )
         if t
     ]
     for report in reports:

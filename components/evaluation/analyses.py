@@ -3,6 +3,7 @@
 import components.evaluation.attention_weights
 import components.evaluation.distribution_shift
 import components.evaluation.embedding_variance
+import components.evaluation.ood_context
 import components.evaluation.tsne  # noqa: F401
 
-NAMES = ("embedding_variance", "attention_auc", "tsne", "distribution_shift")
+NAMES = ("embedding_variance", "attention_auc", "tsne", "distribution_shift", "ood_context")

@@ -136,7 +136,13 @@ def test_analyze_cli_on_a_real_run(tiny_run):
     r = cli("analyze", str(tiny_run))
     assert r.returncode == 0, r.stderr
     results = json.loads((tiny_run / "analysis.json").read_text())
-    assert set(results) == {"embedding_variance", "attention_auc", "tsne", "distribution_shift"}
+    assert set(results) == {
+        "embedding_variance",
+        "attention_auc",
+        "tsne",
+        "distribution_shift",
+        "ood_context",
+    }
     assert results["embedding_variance"]["embedding_variance"] >= 0
     assert results["attention_auc"]["attention_gated"] in (True, False)
     shift = results["distribution_shift"]
@@ -144,6 +150,10 @@ def test_analyze_cli_on_a_real_run(tiny_run):
     # the run's own test quality reproduces its final meta-test exactly
     final = json.loads((tiny_run / "eval.json").read_text())["test_return_mean"]
     assert shift["shift"][shift["train_quality"]]["mean"] == final
+    ood = results["ood_context"]
+    assert ood["ood_applies"] and ood["in_distribution"] == final
+    assert set(ood["donors"]) == {str(t) for t in range(80, 100)}  # the test tasks
+    assert all(0 <= d < 80 for d in ood["donors"].values())  # donors: training tasks
     image = matplotlib.image.imread(tiny_run / "figures" / "tsne.png")
     assert image.shape[:2] == (480, 640) and image.std() > 0
 
@@ -160,3 +170,26 @@ def test_crossovers_known_values():
     assert crossovers(x, [1, 1, 1, 1], [2, 1.5, 0.5, 0]) == pytest.approx([0.5])
     assert crossovers(x, [1, 1, 1, 1], [2, 2, 2, 2]) == []
     assert crossovers(x, [0, 0, 0, 0], [1, -1, 1, -1]) == pytest.approx([0.3, 0.5, 0.7])
+
+
+def test_donor_context_moves_transitions_and_relabels_rewards():
+    import components.envs  # noqa: F401
+    from components.envs.sparse import sparsify
+    from components.evaluation.ood_context import donor_context
+    from registry import get
+
+    family = get("env", "sparse_point_robot")(seed=0)
+    data = dataset(tasks=6, constant=False)  # 6 tasks of 30 transitions
+    data.length[4] = 20
+    moved = donor_context(family, data, tasks=[1, 3], donors=[4, 0])
+    t, m = data.transitions, moved.transitions
+    np.testing.assert_array_equal(m.obs[1], t.obs[4])  # task 1 now holds task 4's behaviour
+    np.testing.assert_array_equal(m.action[3], t.action[0])
+    assert moved.length.tolist() == [30, 20, 30, 30, 20, 30]
+    goal = family.task_vectors([family.all_tasks()[1]])[0]
+    expected = family.reward(t.obs[4], t.action[4], t.next_obs[4], goal[None, :])
+    np.testing.assert_allclose(m.reward[1], expected, rtol=1e-6)  # the TEST task's reward
+    np.testing.assert_allclose(m.sparse_reward[1], sparsify(expected, family.goal_radius))
+    for untouched in (0, 2, 4, 5):
+        np.testing.assert_array_equal(m.obs[untouched], t.obs[untouched])
+        np.testing.assert_array_equal(m.reward[untouched], t.reward[untouched])
