@@ -1,6 +1,7 @@
 """Measure trained runs: embedding variance, attention AUC, t-SNE, distribution shift.
 
     python tools/analyze.py RUN_DIR [...] [--analyses NAME,...] [--gin_param 'name.arg = v']
+        [--plugin MODULE_OR_FILE]
 
 Rebuilds each run's algorithm from its run.json and checkpoint (the last meta-test's state),
 runs the chosen analyses (registered evaluators; default: all below) and merges their
@@ -33,7 +34,7 @@ from components.evaluation.analyses import NAMES as ANALYSES  # noqa: E402  (reg
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.run_dir import atomic_write_text  # noqa: E402
 from components.reporting.run_record import load_trained  # noqa: E402
-from registry import get  # noqa: E402
+from registry import get, load_plugin  # noqa: E402
 from registry.recipes import parse_bindings  # noqa: E402
 
 ANALYSIS = "analysis.json"
@@ -44,6 +45,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--analyses", default=",".join(ANALYSES), help="comma-separated names")
     p.add_argument("--gin_param", action="append", default=[], help="binding for an analysis")
+    p.add_argument("--plugin", action="append", default=[], help="module or .py file with analyses")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
 
@@ -64,6 +66,8 @@ def analyse(run_dir: Path, names: list[str], bindings: list[str]) -> dict:
 
 
 def execute(args: argparse.Namespace) -> int:
+    for plugin in args.plugin:
+        load_plugin(plugin)  # a new analysis outside the package registers itself here
     names = [n.strip() for n in args.analyses.split(",") if n.strip()]
     for name in names:
         get("evaluator", name)  # an unknown name fails before any work, with suggestions

@@ -193,3 +193,13 @@ def test_donor_context_moves_transitions_and_relabels_rewards():
     for untouched in (0, 2, 4, 5):
         np.testing.assert_array_equal(m.obs[untouched], t.obs[untouched])
         np.testing.assert_array_equal(m.reward[untouched], t.reward[untouched])
+
+
+def test_analysis_from_a_plugin_file(tiny_run):
+    from tests.conftest import DATA
+
+    plugin = str(DATA / "step_count_analysis.py")
+    r = cli("analyze", str(tiny_run), "--analyses", "step_count", "--plugin", plugin)
+    assert r.returncode == 0, r.stderr
+    results = json.loads((tiny_run / "analysis.json").read_text())
+    assert results["step_count"] == {"steps_trained": 6}  # the tiny scale's last step
