@@ -146,9 +146,17 @@ def test_ray_backend_gives_the_index_of_the_local_backend(tiny_data, tmp_path):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.toml")), ids=lambda p: p.name)
 def test_shipped_studies_resolve(path):
-    r = cli("sweep", str(path), "--dry-run")
+    from components.sweep.study import load_study
+
+    study = load_study(path)
+    study.check()  # every recipe, env column, scale and analysis exists
+    assert study.runs()
+
+
+def test_dry_run_lists_the_runs():
+    r = cli("sweep", str(ROOT / "studies" / "smoke.toml"), "--dry-run")
     assert r.returncode == 0, r.stderr
-    assert "tools/run.py --recipe" in r.stdout
+    assert r.stdout.count("tools/run.py --recipe") == 5
 
 
 def test_dataset_built_in_shards_before_the_runs(tmp_path):
