@@ -247,7 +247,7 @@ def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, lis
             rows.append((env, scale, f"{stem} crosses {base}", "-", where, "-"))
         if out_dir is not None and len(series) >= 1:
             pictures.append(
-                figures.lines(
+                figures.curves(
                     {k: np.array([p[0] for p in v]) for k, v in series.items()},
                     {k: np.array([p[1] for p in v]) for k, v in series.items()},
                     title=f"{env} ({scale}): embedding variance vs sparsity",

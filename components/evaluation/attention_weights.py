@@ -19,6 +19,7 @@ from torch import nn
 
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
+from components.evaluation.modes import eval_mode
 from components.reporting.figures import densities as density_figure
 from registry import register
 
@@ -63,14 +64,10 @@ def attention_weights(
 ) -> AttentionWeights:
     """The encoder's batch weights on `draws` context batches of every task of `sampler`,
     labelled by whether each transition's sparse reward is non-zero."""
-    was_training = encoder.training
-    encoder.eval()
-    try:
+    with eval_mode(encoder):
         positions = torch.arange(sampler.n_tasks, device=sampler.device).repeat(draws)
         batch = sampler.sample(positions, context_batch, sparse=layout.sparse)
         weights = encoder(layout.tensor(batch)).weights  # [T·D, B]
-    finally:
-        encoder.train(was_training)
     rewarded = batch.sparse_reward.reshape(weights.shape) != 0
     return AttentionWeights(
         weights.reshape(-1).float().cpu().numpy(), rewarded.reshape(-1).cpu().numpy()

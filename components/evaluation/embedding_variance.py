@@ -16,6 +16,7 @@ from torch import nn
 
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
+from components.evaluation.modes import eval_mode
 from registry import register
 
 
@@ -45,14 +46,10 @@ def embedding_variance(
     """Variance of task vectors over `draws` context batches of every task of `sampler`."""
     if draws < 2:
         raise ValueError(f"a variance needs at least 2 draws, got {draws}")
-    was_training = encoder.training
-    encoder.eval()
-    try:
+    with eval_mode(encoder):
         positions = torch.arange(sampler.n_tasks, device=sampler.device).repeat(draws)
         context = layout.tensor(sampler.sample(positions, context_batch, sparse=layout.sparse))
         z = encoder(context).mean.reshape(draws, sampler.n_tasks, -1)  # [D, T, Z]
-    finally:
-        encoder.train(was_training)
     per_task = variance_over_draws(z.float())
     return EmbeddingVariance(float(per_task.mean()), per_task.tolist())
 

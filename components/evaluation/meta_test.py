@@ -24,6 +24,7 @@ from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.data.store import QualityData
 from components.envs.family import EnvFamily
+from components.evaluation.modes import eval_mode
 from registry import register
 from registry.validation import at_least
 
@@ -121,16 +122,12 @@ class MetaTest:
             sampler.sample(positions, sizes[-1], replace=True, sparse=layout.sparse)
         )  # [N, C, F]; a prefix of it is the context after each episode
         env = self._environment(family, [tasks[i] for i in positions.tolist()])
-        was_training = encoder.training
-        encoder.eval()
-        try:
+        with eval_mode(encoder):
             per_episode = []
             for size in sizes:
                 with torch.no_grad():
                     z = encoder(context[:, :size]).mean  # [N, Z]
                 per_episode.append(self._episode(env, z, act, device, seed))
-        finally:
-            encoder.train(was_training)
         dense, sparse = per_episode[-1]
         n = len(tasks)
         sparse_family = family.goal_radius is not None

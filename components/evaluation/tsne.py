@@ -12,6 +12,7 @@ from torch import nn
 
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
+from components.evaluation.modes import eval_mode
 from components.reporting.figures import scatter_by_label
 from registry import register
 
@@ -42,14 +43,10 @@ def query_embeddings(
     seed: int = 0,
 ) -> TaskMap:
     """t-SNE of `per_task` per-transition embeddings of the first `tasks` tasks of `sampler`."""
-    was_training = encoder.training
-    encoder.eval()
-    try:
+    with eval_mode(encoder):
         positions = torch.arange(min(tasks, sampler.n_tasks), device=sampler.device)
         batch = sampler.sample(positions, per_task, sparse=layout.sparse)
         e = encoder(layout.tensor(batch)).per_transition  # [T, B, Z]
-    finally:
-        encoder.train(was_training)
     labels = sampler.task_ids[positions.cpu()].repeat_interleave(per_task).numpy()
     return tsne_map(e.reshape(-1, e.shape[-1]).float().cpu().numpy(), labels, seed=seed)
 

@@ -70,13 +70,19 @@ def load_checkpoint(run_dir: Path, *, fingerprint: str | None = None) -> dict[st
         raise CheckpointError(f"cannot read checkpoint {path}: {e}") from e
     if not isinstance(state, dict) or "step" not in state:
         raise CheckpointError(f"{path} is not a focalpp checkpoint (no training step recorded)")
-    if fingerprint is not None and state.get("config_fingerprint") != fingerprint:
+    if fingerprint is not None:
+        check_fingerprint(state, fingerprint, path)
+    return state
+
+
+def check_fingerprint(state: dict[str, Any], fingerprint: str, path: Path) -> None:
+    """Refuse a checkpoint written under another configuration than `fingerprint`."""
+    if state.get("config_fingerprint") != fingerprint:
         raise CheckpointError(
             f"{path} was written under a different configuration: the recipe files or "
             "bindings changed since the run started. Resume with the same recipe, or start a "
             "new run"
         )
-    return state
 
 
 def remove_stale_temporaries(run_dir: Path) -> list[Path]:

@@ -56,37 +56,20 @@ def densities(
 def curves(
     x: dict[str, np.ndarray],
     mean: dict[str, np.ndarray],
-    std: dict[str, np.ndarray],
+    std: dict[str, np.ndarray] | None = None,
     *,
     title: str,
     xlabel: str,
     ylabel: str,
     path: Path,
 ) -> Path:
-    """One line per series with a ±std band (e.g. learning curves over seeds)."""
+    """One line per series, with a ±std band when `std` is given (learning curves over seeds),
+    else with a marker at each point (a measure against a swept setting)."""
     fig, ax = plt.subplots(figsize=SIZE)
     for name in mean:
-        ax.plot(x[name], mean[name], label=name)
-        ax.fill_between(x[name], mean[name] - std[name], mean[name] + std[name], alpha=0.2)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-    ax.legend()
-    fig.tight_layout()
-    return save(fig, path)
-
-
-def lines(
-    x: dict[str, np.ndarray],
-    y: dict[str, np.ndarray],
-    *,
-    title: str,
-    xlabel: str,
-    ylabel: str,
-    path: Path,
-) -> Path:
-    """One marked line per series (e.g. a measure against a swept setting)."""
-    fig, ax = plt.subplots(figsize=SIZE)
-    for name in y:
-        ax.plot(x[name], y[name], marker="o", label=name)
+        ax.plot(x[name], mean[name], label=name, marker=None if std else "o")
+        if std:
+            ax.fill_between(x[name], mean[name] - std[name], mean[name] + std[name], alpha=0.2)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.legend()
     fig.tight_layout()

@@ -10,7 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.reporting.checkpoint import config_fingerprint, load_checkpoint
+from components.reporting.checkpoint import (
+    CHECKPOINT,
+    check_fingerprint,
+    config_fingerprint,
+    load_checkpoint,
+)
 from components.reporting.console import out
 from registry import Composition, FocalppError, RunContext, compose
 from registry.recipes import build
@@ -67,7 +72,7 @@ def load_trained(run_dir: Path):
             f"note: {run_dir}'s checkpoint predates configuration fingerprints; it is read "
             "with the recipe files as they are now"
         )
-    elif state["config_fingerprint"] != config_fingerprint():
-        load_checkpoint(run_dir, fingerprint=config_fingerprint())  # raises, with the reason
+    else:
+        check_fingerprint(state, config_fingerprint(), run_dir / CHECKPOINT)
     algorithm.load_weights(state)
     return algorithm
