@@ -1,11 +1,13 @@
-"""The FOCAL family trainer: FOCAL and every FOCAL++ ablation row is this class plus a recipe.
+"""The FOCAL family trainer: FOCAL and every FOCAL++ ablation row is this class plus a recipe;
+so are the Batch PEARL and Contextual BCQ baselines (another encoder or agent, z not detached).
 
 One gradient step, for a meta-batch of T training tasks (all tensors [T, B, ...], no loop over
 tasks):
   1. context batch (sparse reward on sparse families) -> query encoder -> task vectors z^q;
      with a key encoder, an independent context batch -> EMA encoder -> z^k;
-  2. the representation objective on those embeddings -> encoder step (its only teacher);
-  3. an RL batch (dense reward) with z detached -> one BRAC update of the actor-critic;
+  2. the representation objective (and the encoder's own loss terms) on those embeddings ->
+     encoder step (its only teacher, unless z is let through to the critic);
+  3. an RL batch (dense reward) with z detached -> one update of the actor-critic;
   4. the key encoder follows the query encoder (EMA).
 Every `eval_every` steps and at the end, the meta-test protocol scores the test tasks. The whole
 training state (weights, optimisers, EMA key encoder, α, every random state, pending metric sums)
@@ -78,9 +80,10 @@ class FocalTrainer:
         test_quality: the quality the meta-test draws contexts from (default: `quality`).
         data_seed: seed of the dataset (task split and behaviour data); fixed across run seeds.
         encoder: context encoder class (gin: `@context_encoder`, `@parallel_encoder`).
-        objective: representation objective class (`@focal_dml`, `@matrix_moco`, `@infonce`).
+        objective: representation objective class (`@focal_dml`, `@matrix_moco`, `@infonce`),
+            or None (baselines whose encoder learns through the critic, `detach_z = False`).
         key_momentum: EMA momentum of a key encoder (MoCo, 0.9), or None for no key encoder.
-        agent: the actor-critic class (gin: `@brac`).
+        agent: the actor-critic class (gin: `@brac`, `@bcq`).
         evaluator: the meta-test (gin: `@meta_test`).
         latent_dim: Z.
         meta_batch: T, tasks per gradient step.
@@ -115,7 +118,7 @@ class FocalTrainer:
         test_quality: str | None = None,
         data_seed: int = 0,
         encoder: Callable[..., torch.nn.Module] = ContextEncoder,
-        objective: Callable[..., torch.nn.Module] = FocalDML,
+        objective: Callable[..., torch.nn.Module] | None = FocalDML,
         key_momentum: float | None = None,
         agent: Callable[..., BRAC] = BRAC,
         evaluator: Callable[..., MetaTest] = MetaTest,
@@ -199,7 +202,7 @@ class FocalTrainer:
 
         torch.manual_seed(run.seed)
         self.encoder = encoder(sizes=self.layout.sizes, latent_dim=latent_dim).to(self.device)
-        self.objective = objective().to(self.device)
+        self.objective = objective().to(self.device) if objective is not None else None
         self.key_encoder = None
         if key_momentum is not None:
             self.key_encoder = EMAEncoder(self.encoder, momentum=key_momentum)
@@ -210,6 +213,7 @@ class FocalTrainer:
                 "0.9, or choose an objective without keys such as @focal_dml"
             )
         self._check_encoder(encoder, latent_dim)
+        self._check_teacher(objective)
         self.agent = agent(
             obs_dim=self.family.obs_dim, act_dim=self.family.act_dim, latent_dim=latent_dim
         ).to(self.device)
@@ -240,6 +244,20 @@ class FocalTrainer:
                 f"encoder {_name(encoder)} returned task vectors of shape {tuple(z.shape)}; "
                 f"focal.latent_dim = {latent_dim} expects {(probe.shape[0], latent_dim)}"
             )
+
+    def _check_teacher(self, objective: Callable | None) -> None:
+        """An encoder with no objective, no loss of its own and a detached z never learns."""
+        if objective is not None or not self.detach_z:
+            return
+        probe = self.layout.tensor(self.train.sample(torch.arange(1), 2, sparse=self.layout.sparse))
+        with torch.no_grad():
+            if self.encoder(probe).losses:
+                return
+        raise RecipeError(
+            "focal.objective = None and focal.detach_z = True: nothing would train the context "
+            "encoder; choose an objective, or set focal.detach_z = False so the critic's loss "
+            "trains it"
+        )
 
     def _parts(self, encoder: Callable) -> str:
         """The registered parts of the built encoder, e.g. `@context_encoder(@mlp_encoder)`."""
@@ -277,10 +295,12 @@ class FocalTrainer:
             key=key.per_transition if key is not None else None,
             key_mean=key.mean if key is not None else None,
         )
-        representation = self.objective(embeddings)
-        loss = sum(v for k, v in representation.items() if k.startswith("loss_"))
+        representation = dict(self.objective(embeddings)) if self.objective is not None else {}
+        representation.update(query.losses)
+        terms = [v for k, v in representation.items() if k.startswith("loss_")]
         self.encoder_opt.zero_grad(set_to_none=True)
-        loss.backward(retain_graph=not self.detach_z)
+        if terms:
+            sum(terms).backward(retain_graph=not self.detach_z)
         z = query.mean.detach() if self.detach_z else query.mean
         rl = self.agent.update(self.train.sample(tasks, self.rl_batch), z)
         self.encoder_opt.step()  # after the update: with detach_z=False the Q loss adds to it
@@ -311,7 +331,7 @@ class FocalTrainer:
             "config_fingerprint": self._fingerprint,
             "encoder": self.encoder.state_dict(),
             "key_encoder": self.key_encoder.state_dict() if self.key_encoder else None,
-            "objective": self.objective.state_dict(),
+            "objective": self.objective.state_dict() if self.objective is not None else None,
             "agent": self.agent.state_dict(),
             "optimizers": {
                 "encoder": self.encoder_opt.state_dict(),
@@ -329,7 +349,7 @@ class FocalTrainer:
         self.encoder.load_state_dict(state["encoder"])
         if self.key_encoder is not None:
             self.key_encoder.load_state_dict(state["key_encoder"])
-        if "objective" in state:  # checkpoints before exact resume did not keep it
+        if state.get("objective") is not None:  # none before exact resume; none without one
             self.objective.load_state_dict(state["objective"])
         self.agent.load_state_dict(state["agent"])
 
@@ -364,9 +384,7 @@ class FocalTrainer:
             out.print(f"resuming at step {self.step} of {self.steps}")
         self._started = time.perf_counter()
         self._log = log = MetricsLog(run_dir, resume=self._resume_log)
-        eval_at = (
-            set(range(self.eval_every, self.steps, self.eval_every)) if self.eval_every else set()
-        )
+        eval_at = self.evaluation_steps()
         result = None
         try:
             with _training_progress(self.show_progress) as bar, StopRequests() as stop:
@@ -413,6 +431,12 @@ class FocalTrainer:
             "train_seconds": round(seconds, 1),
             "headline": result.describe(),
         }
+
+    def evaluation_steps(self) -> set[int]:
+        """Steps after which the meta-test runs besides the last one."""
+        if not self.eval_every:
+            return set()
+        return set(range(self.eval_every, self.steps, self.eval_every))
 
     def _evaluate_and_save(self, log: MetricsLog) -> MetaTestResult:
         result = self.evaluate()

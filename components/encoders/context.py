@@ -70,8 +70,13 @@ class ParallelEncoder(nn.Module):
         parts = [branch(context) for branch in self.branches]
         gated = [p for b, p in zip(self.branches, parts, strict=True) if getattr(b, "gate", None)]
         weights = gated[0].weights if gated else parts[0].weights
+        losses: dict[str, torch.Tensor] = {}
+        for part in parts:
+            for name, value in part.losses.items():
+                losses[name] = losses[name] + value if name in losses else value
         return Encoded(
             per_transition=torch.stack([p.per_transition for p in parts]).sum(0),
             weights=weights,
             mean=torch.stack([p.mean for p in parts]).sum(0),
+            losses=losses,
         )

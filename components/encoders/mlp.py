@@ -19,10 +19,17 @@ class MLPEncoder(nn.Module):
             the algorithm).
         latent_dim: Z.
         hidden: hidden layer sizes (FOCAL: 3 × 200).
+        squash: tanh on the output (FOCAL); False leaves it unbounded (PEARL's Gaussian
+            factors).
     """
 
     def __init__(
-        self, *, sizes: Sequence[int], latent_dim: int, hidden: Sequence[int] = (200, 200, 200)
+        self,
+        *,
+        sizes: Sequence[int],
+        latent_dim: int,
+        hidden: Sequence[int] = (200, 200, 200),
+        squash: bool = True,
     ):
         super().__init__()
         input_dim = sum(sizes)
@@ -30,7 +37,8 @@ class MLPEncoder(nn.Module):
         for size in hidden:
             layers += [nn.Linear(input_dim, size), nn.ReLU()]
             input_dim = size
-        self.net = nn.Sequential(*layers, nn.Linear(input_dim, latent_dim), nn.Tanh())
+        layers.append(nn.Linear(input_dim, latent_dim))
+        self.net = nn.Sequential(*layers, *([nn.Tanh()] if squash else []))
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         return self.net(context)

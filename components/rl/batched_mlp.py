@@ -28,8 +28,11 @@ class BatchedLinear(nn.Module):
         )
         self.bias = nn.Parameter(torch.empty(n_models, 1, out_features).uniform_(-bound, bound))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.baddbmm(self.bias, x, self.weight)
+    def forward(self, x: torch.Tensor, models: torch.Tensor | None = None) -> torch.Tensor:
+        """`models` [M]: evaluate only those models (x [M, B, in]), e.g. one task's each."""
+        if models is None:
+            return torch.baddbmm(self.bias, x, self.weight)
+        return torch.baddbmm(self.bias[models], x, self.weight[models])
 
 
 @register("network", "batched_mlp")
@@ -57,7 +60,8 @@ class BatchedMLP(nn.Module):
             BatchedLinear(n_models, a, b) for a, b in itertools.pairwise(sizes)
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, models: torch.Tensor | None = None) -> torch.Tensor:
+        """x [K, B, in] -> [K, B, out]; with `models` [M], x [M, B, in] through those models."""
         for layer in self.layers[:-1]:
-            x = layer(x).relu_()  # in place: baddbmm's backward does not need its output
-        return self.layers[-1](x)
+            x = layer(x, models).relu_()  # in place: baddbmm's backward does not need its output
+        return self.layers[-1](x, models)
