@@ -62,9 +62,11 @@ def run_row(
     bindings: tuple[str, ...] = (),
     plugins: tuple[str, ...] = (),
     device: str = "cpu",
+    train: bool = True,
 ):
     """Compose a shipped (or given) recipe at the tiny scale and run it in-process, as
-    tools/run.py does; returns (metrics, algorithm)."""
+    tools/run.py does; returns (metrics, algorithm); with train=False only builds it and
+    returns (None, algorithm)."""
     from registry import RECIPES_DIR, RunContext, compose
     from registry.recipes import build
 
@@ -81,4 +83,4 @@ def run_row(
     run_dir.mkdir(parents=True)
     context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device=device)
     algorithm = build(comp.experiment.algorithm, run=context)
-    return algorithm.run(), algorithm
+    return (algorithm.run() if train else None), algorithm

@@ -57,3 +57,19 @@ def test_row_recipes_compose_and_state_their_ingredients(row):
     objective = gin.query_parameter("focal.objective").selector
     assert objective in ("focal_dml", "matrix_moco")
     assert ("DML" in header or "distance-metric" in header) == (objective == "focal_dml")
+
+
+BASELINES = {
+    "batch_pearl": ("focal", "Rakelly"),
+    "contextual_bcq": ("focal", "Fujimoto"),
+    "mbml": ("mbml", "Li, Yang"),
+}
+
+
+@pytest.mark.parametrize("recipe", sorted(BASELINES))
+def test_baseline_recipes_compose_and_name_their_paper(recipe):
+    algorithm, authors = BASELINES[recipe]
+    comp = compose(f"{recipe}.gin", recipes_dir=RECIPES_DIR)
+    assert comp.experiment.algorithm_name == algorithm
+    header = (RECIPES_DIR / f"{recipe}.gin").read_text().split("include")[0]
+    assert authors in header and "baseline" in header

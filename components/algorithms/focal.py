@@ -220,6 +220,12 @@ class FocalTrainer:
         self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=encoder_lr)
         self.evaluator = evaluator()
         self.step = 0
+        # run() fills these; set here so a built trainer can already report its state()
+        self._fingerprint: str | None = None
+        self._sums: dict[str, torch.Tensor] = {}
+        self._seconds_before, self._started = 0.0, time.perf_counter()
+        self._log: MetricsLog | None = None
+        self._resume_log: tuple[int, int] | None = None
 
     # --- build-time checks -----------------------------------------------------------------
     def _check_encoder(self, encoder: Callable, latent_dim: int) -> None:
@@ -376,8 +382,6 @@ class FocalTrainer:
     def run(self) -> dict[str, Any]:
         run_dir = self.run_context.run_dir
         self._fingerprint = config_fingerprint()
-        self._sums: dict[str, torch.Tensor] = {}
-        self._seconds_before, self._log, self._resume_log = 0.0, None, None
         if self.run_context.resume:
             remove_stale_temporaries(run_dir)
             self.load_state(load_checkpoint(run_dir, fingerprint=self._fingerprint))
