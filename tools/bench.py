@@ -2,7 +2,16 @@
 
     python tools/bench.py [--sections env ...] [--quick] [--json FILE]
 
-Sections:
+Sections (figures go to --figures DIR when given):
+  train    the machine's fp32 / bf16 matmul peak, then one training step (median ms) of
+           (a) focal at the FOCAL reference's Sparse-Point-Robot sizes, (b) the same with the
+           reference's equal work, (c) every row and baseline at the CPU scale, (d) focalpp
+           at the reference's sizes; fp32 and bf16 autocast; FLOPs and fraction of the peak
+  eval     the meta-test of all Sparse-Point-Robot test tasks, full protocol
+  memory   peak resident memory of a run at the reference's sizes
+  scaling  step time as meta-batch T, context batch E and latent Z grow (+ PNGs)
+  quality  wall time from an empty dataset store to the paper's FOCAL++ return (CPU scale;
+           minutes; not in the default sections)
   collect  all Sparse-Point-Robot behaviour policies trained and their rollouts saved, from a
            clean store, against a few tasks trained one after another (extrapolated to all);
            dataset quality (mean returns of random / medium / expert)
@@ -37,6 +46,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import components.envs  # noqa: E402, F401  (registers the families)
+from components.benchmarks.sections import SECTIONS as TRAINING_SECTIONS  # noqa: E402
 from components.data.behaviour import rollout  # noqa: E402
 from components.data.build import describe, ensure_dataset  # noqa: E402
 from components.data.protocols import CheckpointRollouts  # noqa: E402
@@ -187,7 +197,12 @@ def bench_collect(quick: bool) -> list[dict]:
     return [row]
 
 
-SECTIONS: dict[str, Callable[[bool], list[dict]]] = {"env": bench_env, "collect": bench_collect}
+SECTIONS: dict[str, Callable[[bool, Path | None], list[dict]]] = {
+    "env": lambda quick, figures_dir: bench_env(quick),
+    "collect": lambda quick, figures_dir: bench_collect(quick),
+    **TRAINING_SECTIONS,
+}
+DEFAULT = [name for name in SECTIONS if name != "quality"]
 
 
 def machine() -> dict:
@@ -203,13 +218,16 @@ def machine() -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     tune_allocator()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--sections", nargs="+", choices=sorted(SECTIONS), default=sorted(SECTIONS))
+    p.add_argument("--sections", nargs="+", choices=sorted(SECTIONS), default=DEFAULT)
     p.add_argument("--quick", action="store_true", help="smoke-test sizes; figures mean nothing")
     p.add_argument("--json", type=Path, help="write the report here")
+    p.add_argument("--figures", type=Path, help="write the sections' PNGs here")
     args = p.parse_args(argv)
+    if args.figures:
+        args.figures.mkdir(parents=True, exist_ok=True)
     report = {"machine": machine(), "quick": args.quick, "sections": {}}
     for section in args.sections:
-        report["sections"][section] = SECTIONS[section](args.quick)
+        report["sections"][section] = SECTIONS[section](args.quick, args.figures)
     if args.json:
         atomic_write_text(args.json, json.dumps(report, indent=2))
         console.print(f"wrote {args.json}")

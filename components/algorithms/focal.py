@@ -59,6 +59,8 @@ from components.runtime import resolve_device
 from registry import FocalppError, RecipeError, RunContext, entry_of, get, register
 from registry.validation import at_least
 
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
+
 
 class TrainingDiverged(FocalppError):
     """A loss became NaN or infinite."""
@@ -106,6 +108,10 @@ class FocalTrainer:
         dataset_tag: dataset variant whose collection settings differ from the default ones
             (scales that change them set it, e.g. 'paper'): `<protocol>-s<seed>-<tag>`.
         progress: show a progress bar.
+        precision: 'fp32', or 'bf16' for bfloat16 autocast of the training step (faster where
+            the device has bf16 matrix units; docs/PERFORMANCE.md has measurements).
+        compile: `torch.compile` the encoder's and the agent's networks (in place: checkpoint
+            keys do not change).
     """
 
     def __init__(
@@ -138,6 +144,8 @@ class FocalTrainer:
         data_root: str | None = None,
         dataset_tag: str | None = None,
         progress: bool = True,
+        precision: str = "fp32",
+        compile: bool = False,
     ):
         at_least(
             "focal",
@@ -160,6 +168,11 @@ class FocalTrainer:
         self.meta_batch, self.context_batch, self.rl_batch = meta_batch, context_batch, rl_batch
         self.tasks_with_replacement, self.detach_z = tasks_with_replacement, detach_z
         self.show_progress = progress
+        if precision not in PRECISIONS:
+            raise RecipeError(
+                f"focal.precision = {precision!r}: expected one of {sorted(PRECISIONS)}"
+            )
+        self.precision = precision
         family_name = family or run.env
         self.family = get("env", family_name)(seed=data_seed)
 
@@ -220,6 +233,9 @@ class FocalTrainer:
         self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=encoder_lr)
         self.evaluator = evaluator()
         self.step = 0
+        if compile:
+            for module in (self.encoder, *self.agent.children()):
+                module.compile()
         # run() fills these; set here so a built trainer can already report its state()
         self._fingerprint: str | None = None
         self._sums: dict[str, torch.Tensor] = {}
@@ -275,6 +291,11 @@ class FocalTrainer:
         return f"{_name(encoder)}({', '.join(inner)})" if inner else _name(encoder)
 
     # --- one gradient step -----------------------------------------------------------------
+    def autocast(self):
+        """The training step's numeric precision (a no-op context for fp32)."""
+        dtype = PRECISIONS[self.precision]
+        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
+
     def train_step(self) -> dict[str, torch.Tensor]:
         tasks = self.train.sample_tasks(self.meta_batch, replace=self.tasks_with_replacement)
         sparse = self.layout.sparse
@@ -400,18 +421,20 @@ class FocalTrainer:
                             f"{stop.requested} at step {self.step}: checkpoint written; "
                             f"continue with: python tools/run.py --resume {run_dir}"
                         )
-                    metrics = self.train_step()
+                    with self.autocast():
+                        metrics = self.train_step()
                     self.step += 1
-                    self._check_finite(metrics)
-                    for k, v in metrics.items():
+                    for k, v in metrics.items():  # on the device: no sync until logging
                         self._sums[k] = self._sums.get(k, 0.0) + v
                     if self.step % self.log_every == 0 or self.step == self.steps:
+                        self._check_finite()
                         n = self.step % self.log_every or self.log_every
                         log.write(
                             self.step, "train", {k: float(v) / n for k, v in self._sums.items()}
                         )
                         self._sums = {}
                     if self.step in eval_at:
+                        self._check_finite()
                         result = self._evaluate_and_save(log)
                         bar.update(task, description=f"training · {result.describe()}")
                     elif (
@@ -419,6 +442,7 @@ class FocalTrainer:
                         and self.step % self.checkpoint_every == 0
                         and self.step < self.steps  # the last checkpoint follows the final test
                     ):
+                        self._check_finite()
                         self.save_checkpoint()
                     bar.update(task, completed=self.step)
             result = self._evaluate_and_save(log)
@@ -449,11 +473,15 @@ class FocalTrainer:
         self.save_checkpoint()
         return result
 
-    def _check_finite(self, metrics: dict[str, torch.Tensor]) -> None:
-        losses = {k: v for k, v in metrics.items() if k.startswith("loss_")}
-        if bool(torch.isfinite(torch.stack(list(losses.values()))).all()):
+    def _check_finite(self) -> None:
+        """The losses summed since the last record are finite (a NaN or inf in any step makes
+        its sum so); checked when logging and before a checkpoint, never per step, so the
+        training loop does not wait on the device."""
+        losses = {k: v for k, v in self._sums.items() if k.startswith("loss_")}
+        if not losses or bool(torch.isfinite(torch.stack(list(losses.values()))).all()):
             return
         bad = next(k for k, v in losses.items() if not math.isfinite(float(v)))
+        since = self.step - (self.step % self.log_every or self.log_every) + 1
         checkpoint = self.run_context.run_dir / CHECKPOINT
         kept = (
             f"the last good checkpoint is {checkpoint}"
@@ -461,7 +489,7 @@ class FocalTrainer:
             else "no checkpoint had been written yet"
         )
         raise TrainingDiverged(
-            f"{bad} became {float(metrics[bad])} at step {self.step}; training stopped and "
+            f"{bad} became {float(losses[bad])} in steps {since}-{self.step}; training stopped and "
             f"{kept}. Lower the learning rates or the reward scale of the recipe"
         )
 

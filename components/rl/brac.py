@@ -46,6 +46,8 @@ class BRAC(nn.Module):
         value_penalty: also subtract α·divergence in the value target.
         divergence: the divergence critic class (gin: `@dual_kl_critic`).
         divergence_steps: critic updates per policy update.
+        always_train_divergence: train the divergence critic even when α = 0 and fixed, as the
+            FOCAL reference does (wasted work; for equal-work benchmarks only).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class BRAC(nn.Module):
         value_penalty: bool = False,
         divergence: Callable[..., DualKLCritic] = DualKLCritic,
         divergence_steps: int = 1,
+        always_train_divergence: bool = False,
     ):
         super().__init__()
         x_dim = obs_dim + latent_dim
@@ -84,6 +87,7 @@ class BRAC(nn.Module):
         self.v_target.load_state_dict(self.v.state_dict())
         self.v_target.requires_grad_(False)
         self.uses_divergence = alpha > 0 or target_divergence is not None
+        self.trains_divergence = self.uses_divergence or always_train_divergence
         # its own sizes come from gin (`dual_kl_critic.hidden`)
         self.divergence = divergence(in_features=x_dim, act_dim=act_dim)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(max(alpha, 1e-8))))
@@ -137,7 +141,7 @@ class BRAC(nn.Module):
         x_next = torch.cat([batch.next_obs, zb], -1).detach()
         info: dict[str, torch.Tensor] = {}
 
-        if self.uses_divergence:
+        if self.trains_divergence:
             for _ in range(self.divergence_steps):
                 with torch.no_grad():
                     policy_action = self.policy(x).action

@@ -7,7 +7,7 @@ from tests.conftest import cli
 
 def test_quick_bench_writes_well_formed_json(tmp_path):
     out = tmp_path / "bench.json"
-    r = cli("bench", "--quick", "--json", str(out))
+    r = cli("bench", "--quick", "--json", str(out), "--figures", str(tmp_path / "figures"))
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
     assert report["quick"] is True and report["machine"]["cpus"] >= 1
@@ -20,3 +20,31 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
     assert collect["tasks"] == 100 and collect["env_steps_per_task"] == 60
     assert collect["batched_seconds"] > 0 and len(collect["sequential_seconds_measured"]) == 2
     assert {"random_mean_sparse_return", "expert_mean_return"} <= set(collect)
+
+    train = report["sections"]["train"]
+    assert {"fp32_gflops", "bf16_gflops"} <= set(train[0]) and train[0]["fp32_gflops"] > 0
+    steps = {(row["config"], row["precision"]): row for row in train[1:]}
+    expected = {
+        "(a) focal, reference sizes",
+        "(b) focal, reference sizes, equal work",
+        "(c) mbml student",
+        "(d) focalpp, reference sizes",
+    }
+    assert expected <= {config for config, _ in steps}
+    assert all(row["ms_per_step"] > 0 for row in steps.values())
+    counted = steps[("(a) focal, reference sizes", "fp32")]
+    assert counted["gflop_per_step"] > 0 and counted["fraction_of_matmul_peak"] > 0
+    assert {row["config"] for row in report["sections"]["eval"]} == {"reference sizes", "cpu scale"}
+    assert all(row["seconds"] > 0 for row in report["sections"]["eval"])
+    assert all(row["peak_rss_gib"] > 0.1 for row in report["sections"]["memory"])
+    scaling = report["sections"]["scaling"]
+    assert {row["binding"] for row in scaling} == {
+        "focal.meta_batch",
+        "focal.context_batch",
+        "focal.latent_dim",
+    }
+    assert {p.name for p in (tmp_path / "figures").iterdir()} == {
+        "scaling-T.png",
+        "scaling-E.png",
+        "scaling-Z.png",
+    }

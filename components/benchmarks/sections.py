@@ -1,0 +1,394 @@
+"""The training-side sections of tools/bench.py: train, eval, memory, scaling, quality.
+
+Each takes `(quick, figures_dir)`, prints a rich table and returns JSON rows. `quick` runs at
+smoke-test sizes (the tiny scale), where the figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from components.benchmarks.limits import matmul_peak
+from components.benchmarks.training import (
+    EQUAL_WORK,
+    PAPER_SPR,
+    REFERENCE_MS_PER_STEP,
+    StepConfig,
+    build_trainer,
+    eval_seconds,
+    step_flops,
+    step_ms,
+    sweep_step_ms,
+)
+from components.reporting import figures
+from components.reporting.paper import TABLE1
+
+console = Console(highlight=False, width=max(120, Console().width))
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = ["focal", "focalpp_contrastive", "focalpp_batchwise", "focalpp_seqwise", "focalpp"]
+BASELINES = ["batch_pearl", "contextual_bcq"]
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _paper(quick: bool) -> tuple[str, tuple[str, ...]]:
+    """The paper-size configuration, or its tiny stand-in."""
+    return ("tiny", ()) if quick else ("paper", PAPER_SPR)
+
+
+def step_configs(quick: bool) -> list[StepConfig]:
+    """(a) focal at the reference's sizes, (b) with the reference's equal work, (c) every row
+    and baseline at the CPU scale, (d) focalpp at the paper's sizes; fp32 and bf16."""
+    paper_scale, paper = _paper(quick)
+    cpu_scale = "tiny" if quick else "cpu"
+    configs = []
+    for precision in ("fp32", "bf16"):
+        configs += [
+            StepConfig(
+                "(a) focal, reference sizes",
+                "focal.gin",
+                paper_scale,
+                bindings=paper,
+                precision=precision,
+                flops=True,
+            ),
+            StepConfig(
+                "(d) focalpp, reference sizes",
+                "focalpp.gin",
+                paper_scale,
+                bindings=paper,
+                precision=precision,
+                flops=True,
+            ),
+        ]
+    configs.append(
+        StepConfig(
+            "(b) focal, reference sizes, equal work",
+            "focal.gin",
+            paper_scale,
+            bindings=(*paper, *EQUAL_WORK),
+            flops=False,  # the counter cannot follow the critic's gradient penalty (grad of grad)
+        )
+    )
+    rows, precisions = (["focal"], ["fp32"]) if quick else (ROWS + BASELINES, ["fp32", "bf16"])
+    for precision in precisions:
+        for row in rows:
+            configs.append(StepConfig(f"(c) {row}", f"{row}.gin", cpu_scale, precision=precision))
+        for phase in ("teachers", "student"):
+            configs.append(
+                StepConfig(
+                    f"(c) mbml {phase}", "mbml.gin", cpu_scale, precision=precision, phase=phase
+                )
+            )
+    return configs
+
+
+def machine_limits(quick: bool) -> dict:
+    """fp32 and bf16 matmul GFLOP/s on the paper-size step's shapes (rows × in × out)."""
+    shapes = [(512, 256, 256)] if quick else [(4096, 256, 256), (16384, 200, 200), (4096, 281, 256)]
+    device = torch.device("cpu")
+    return {
+        "fp32": matmul_peak(shapes, torch.float32, device),
+        "bf16": matmul_peak(shapes, torch.bfloat16, device),
+    }
+
+
+def bench_train(quick: bool, figures_dir: Path | None = None) -> list[dict]:
+    limits = machine_limits(quick)
+    warmup, repeats, block = (1, 2, 2) if quick else (5, 5, 10)
+    rows = [
+        {
+            "config": "matmul peak",
+            **{f"{k}_gflops": v["peak"] for k, v in limits.items()},
+            "shapes": limits,
+        }
+    ]
+    for config in step_configs(quick):
+        trainer = build_trainer(config)
+        small = config.scale in ("cpu", "tiny") and not quick
+        ms = step_ms(trainer, warmup, repeats * (2 if small else 1), block * (5 if small else 1))
+        row = {
+            "config": config.name,
+            "recipe": config.recipe,
+            "scale": config.scale,
+            "precision": config.precision,
+            "ms_per_step": ms,
+            "steps_per_s": 1e3 / ms,
+            "speedup_vs_reference": REFERENCE_MS_PER_STEP / ms,
+        }
+        if config.flops:
+            flops = step_flops(trainer)
+            peak = limits[config.precision]["peak"]
+            row.update(
+                gflop_per_step=flops / 1e9,
+                achieved_gflops=flops / ms / 1e6,
+                fraction_of_matmul_peak=flops / ms / 1e6 / peak,
+            )
+        rows.append(row)
+    _table(
+        "train: one gradient step (median of repeats after warm-up)",
+        ["config", "precision", "ms/step", "steps/s", "× reference", "GFLOP/step", "of peak"],
+        [
+            [
+                r["config"],
+                r["precision"],
+                f"{r['ms_per_step']:.1f}",
+                f"{r['steps_per_s']:.1f}",
+                f"{r['speedup_vs_reference']:.1f}",
+                f"{r['gflop_per_step']:.2f}" if "gflop_per_step" in r else "-",
+                f"{r['fraction_of_matmul_peak']:.0%}" if "fraction_of_matmul_peak" in r else "-",
+            ]
+            for r in rows[1:]
+        ],
+    )
+    console.print(
+        "matmul peak: "
+        + ", ".join(f"{k} {v['peak']:.1f} GFLOP/s" for k, v in limits.items())
+        + f"; reference step: {REFERENCE_MS_PER_STEP:.0f} ms"
+    )
+    return rows
+
+
+def bench_eval(quick: bool, figures_dir: Path | None = None) -> list[dict]:
+    """The meta-test of all Sparse-Point-Robot test tasks, full protocol (the paper scale's
+    runs per task and 400-transition contexts), with paper-size and CPU-scale networks."""
+    paper_scale, paper = _paper(quick)
+    rows = []
+    for name, scale, bindings in (
+        ("reference sizes", paper_scale, paper),
+        ("cpu scale", "tiny" if quick else "cpu", ("meta_test.runs = 3",)),
+    ):
+        trainer = build_trainer(StepConfig(name, "focal.gin", scale, bindings=bindings))
+        seconds = eval_seconds(trainer, 1 if quick else 5)
+        rows.append(
+            {
+                "config": name,
+                "test_tasks": len(trainer.test_tasks),
+                "runs_per_task": trainer.evaluator.runs,
+                "context_transitions": trainer.evaluator.context_transitions,
+                "seconds": seconds,
+            }
+        )
+    _table(
+        "eval: meta-test of every test task (median)",
+        ["networks", "tasks × runs", "context", "seconds"],
+        [
+            [
+                r["config"],
+                f"{r['test_tasks']} × {r['runs_per_task']}",
+                str(r["context_transitions"]),
+                f"{r['seconds']:.2f}",
+            ]
+            for r in rows
+        ],
+    )
+    return rows
+
+
+def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
+    """Peak resident memory of a whole `tools/run.py` process at the reference's sizes
+    (dataset load, training steps, a meta-test, checkpoint)."""
+    paper_scale, paper = _paper(quick)
+    steps = 4 if quick else 200
+    rows = []
+    for recipe in ("focal.gin",) if quick else ("focal.gin", "focalpp.gin"):
+        with tempfile.TemporaryDirectory() as tmp:
+            bindings = [*paper, f"focal.steps = {steps}", "focal.eval_every = 0"]
+            command = [
+                sys.executable,
+                str(ROOT / "tools" / "run.py"),
+                "--recipe",
+                recipe,
+                "--scale",
+                paper_scale,
+                "--out",
+                str(Path(tmp) / "run"),
+            ]
+            for b in bindings:
+                command += ["--gin_param", b]
+            start = time.perf_counter()
+            peak_kib = _peak_rss_kib(command)
+        rows.append(
+            {
+                "recipe": recipe,
+                "scale": paper_scale,
+                "steps": steps,
+                "peak_rss_gib": peak_kib / 2**20,
+                "process_seconds": time.perf_counter() - start,
+            }
+        )
+    _table(
+        "memory: peak resident set of a run (reference sizes)",
+        ["recipe", "steps", "peak GiB", "process s"],
+        [
+            [
+                r["recipe"],
+                str(r["steps"]),
+                f"{r['peak_rss_gib']:.2f}",
+                f"{r['process_seconds']:.0f}",
+            ]
+            for r in rows
+        ],
+    )
+    return rows
+
+
+def _peak_rss_kib(command: list[str]) -> int:
+    """Peak resident KiB of `command`, measured by a fresh parent (RUSAGE_CHILDREN is the
+    maximum over every child a process ever waited for)."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "sys.stderr.write(done.stderr[-2000:])\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(done.returncode)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the measured run failed: {done.stderr}")
+    return int(done.stdout.split()[-1])
+
+
+SWEEPS = {
+    "focal.meta_batch": ([4, 8, 16, 32, 64], "T"),
+    "focal.context_batch": ([64, 128, 256, 512, 1024], "E"),
+    "focal.latent_dim": ([5, 10, 20, 40], "Z"),
+}
+
+
+def bench_scaling(quick: bool, figures_dir: Path | None = None) -> list[dict]:
+    """Step time of (a) as T, E and Z grow one at a time; cost per T·(B + E) unit."""
+    paper_scale, paper = _paper(quick)
+    base = StepConfig("scaling", "focal.gin", paper_scale, bindings=paper)
+    warmup, repeats, block = (1, 1, 1) if quick else (3, 3, 5)
+    rows = []
+    for binding, (values, symbol) in SWEEPS.items():
+        values = values[:2] if quick else values
+        times = sweep_step_ms(base, binding, values, warmup, repeats, block)
+        for value, ms in zip(values, times, strict=True):
+            t = value if symbol == "T" else (4 if quick else 16)
+            e = value if symbol == "E" else (8 if quick else 1024)
+            b = 8 if quick else 256
+            rows.append(
+                {
+                    "binding": binding,
+                    "value": value,
+                    "ms_per_step": ms,
+                    "us_per_task_transition": ms * 1e3 / (t * (b + e)),
+                }
+            )
+        if figures_dir is not None:
+            figures.curves(
+                {"ms/step": np.array(values, dtype=float)},
+                {"ms/step": np.array(times)},
+                title=f"step time against {symbol} ({binding}), other sizes as the reference",
+                xlabel=f"{symbol} ({binding})",
+                ylabel="milliseconds per step",
+                path=figures_dir / f"scaling-{symbol}.png",
+            )
+    _table(
+        "scaling: step time as one size grows (others at the reference's)",
+        ["binding", "value", "ms/step", "µs per T·(B+E)"],
+        [
+            [
+                r["binding"],
+                str(r["value"]),
+                f"{r['ms_per_step']:.1f}",
+                f"{r['us_per_task_transition']:.2f}",
+            ]
+            for r in rows
+        ],
+    )
+    return rows
+
+
+def bench_quality(quick: bool, figures_dir: Path | None = None) -> list[dict]:
+    """Wall time from an empty dataset store to a Sparse-Point-Robot FOCAL++ meta-test return
+    at the paper's (12.96), CPU scale, meta-tests every 1000 steps; the whole run otherwise."""
+    target = TABLE1[("sparse_point_robot", "focalpp")][0]
+    scale = "tiny" if quick else "cpu"
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        command = [
+            sys.executable,
+            str(ROOT / "tools" / "run.py"),
+            "--recipe",
+            "focalpp.gin",
+            "--scale",
+            scale,
+            "--out",
+            str(run_dir),
+            "--gin_param",
+            f"focal.eval_every = {1 if quick else 1000}",
+        ]
+        env = {**os.environ, "FOCALPP_DATA": str(Path(tmp) / "data")}
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
+        reached, best = None, (float("-inf"), 0)
+        log = run_dir / "metrics.jsonl"
+        while proc.poll() is None or log.exists():
+            records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+            for r in records:
+                if r["kind"] == "eval" and r["test_return_mean"] > best[0]:
+                    best = (r["test_return_mean"], r["step"])
+            if best[0] >= target:
+                reached = time.perf_counter() - start
+                proc.terminate()
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(1.0)
+        proc.wait()
+        total = time.perf_counter() - start
+    row = {
+        "recipe": "focalpp.gin",
+        "scale": scale,
+        "target": target,
+        "reached_seconds": reached,
+        "best_return": best[0],
+        "best_step": best[1],
+        "wall_seconds": total,
+    }
+    _table(
+        "quality: time from an empty store to the paper's FOCAL++ return",
+        ["scale", "target", "reached after", "best (step)", "wall s"],
+        [
+            [
+                scale,
+                f"{target:.2f}",
+                f"{reached:.0f} s" if reached else "not reached",
+                f"{best[0]:.2f} ({best[1]})",
+                f"{total:.0f}",
+            ]
+        ],
+    )
+    return [row]
+
+
+SECTIONS = {
+    "train": bench_train,
+    "eval": bench_eval,
+    "memory": bench_memory,
+    "scaling": bench_scaling,
+    "quality": bench_quality,
+}

@@ -1,0 +1,131 @@
+"""Timing the training step and the meta-test of trainers built from recipes, as a run builds
+them (same composition, same dataset store), without writing a run."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import gin
+
+from components.benchmarks.limits import count_flops, synchronize
+from registry import RECIPES_DIR, RunContext, compose
+from registry.recipes import build
+
+# The FOCAL reference's Sparse-Point-Robot configuration, as measured on this machine's kind:
+# meta-batch 16 tasks, RL batch 256, context batch 1024, latent 20, networks 3 × 256, encoder
+# 3 × 200 -> 1.16-1.20 steps/s, i.e. about 840 ms per step.
+REFERENCE_MS_PER_STEP = 840.0
+PAPER_SPR = (
+    "focal.meta_batch = 16",
+    "focal.rl_batch = 256",
+    "focal.context_batch = 1024",
+    "focal.latent_dim = 20",
+    "brac.hidden = (256, 256, 256)",
+    "dual_kl_critic.hidden = (256, 256, 256)",
+    "mlp_encoder.hidden = (200, 200, 200)",
+)
+# The reference trains its divergence critic three times per step even with α = 0.
+EQUAL_WORK = ("brac.always_train_divergence = True", "brac.divergence_steps = 3")
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """One trainer to time: a recipe at a scale with bindings, in a precision; `phase` picks
+    MBML's teacher or student step."""
+
+    name: str
+    recipe: str
+    scale: str = "cpu"
+    env: str = "sparse_point_robot"
+    bindings: tuple[str, ...] = ()
+    precision: str = "fp32"
+    phase: str | None = None
+    flops: bool = False  # count the step's FLOPs (paper-size rows)
+
+
+def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | None = None):
+    """The trainer a run of `config` would train (its dataset built or loaded from the store)."""
+    gin.clear_config()
+    bindings = [
+        *config.bindings,
+        "focal.progress = False",
+        f"focal.precision = '{config.precision}'",
+    ]
+    if data_root is not None:
+        bindings.append(f"focal.data_root = '{data_root}'")
+    comp = compose(
+        config.recipe,
+        env=config.env,
+        scale=config.scale,
+        seed=0,
+        device=device,
+        bindings=bindings,
+        recipes_dir=RECIPES_DIR,
+    )
+    run_dir = Path(tempfile.mkdtemp(prefix="focalpp-bench-"))
+    context = RunContext(env=config.env, scale=config.scale, seed=0, run_dir=run_dir, device=device)
+    trainer = build(comp.experiment.algorithm, run=context)
+    if config.phase == "student":
+        trainer.step = trainer.teacher_steps
+    return trainer
+
+
+def step_ms(trainer, warmup: int, repeats: int, block: int) -> float:
+    """Median milliseconds per training step over `repeats` blocks of `block` steps."""
+
+    def one() -> None:
+        with trainer.autocast():
+            trainer.train_step()
+
+    for _ in range(warmup):
+        one()
+    times = []
+    for _ in range(repeats):
+        synchronize(trainer.device)
+        start = time.perf_counter()
+        for _ in range(block):
+            one()
+        synchronize(trainer.device)
+        times.append((time.perf_counter() - start) / block * 1e3)
+    return statistics.median(times)
+
+
+def step_flops(trainer) -> int:
+    def one() -> None:
+        with trainer.autocast():
+            trainer.train_step()
+
+    return count_flops(one)
+
+
+def eval_seconds(trainer, repeats: int) -> float:
+    """Median seconds of the full meta-test of every test task (after one warm-up)."""
+    trainer.evaluate()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        trainer.evaluate()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sweep_step_ms(
+    base: StepConfig, binding: str, values: Sequence[int], warmup: int, repeats: int, block: int
+) -> list[float]:
+    """Step time as one binding (e.g. `focal.meta_batch`) takes each value."""
+    out = []
+    for value in values:
+        config = StepConfig(
+            name=f"{binding}={value}",
+            recipe=base.recipe,
+            scale=base.scale,
+            env=base.env,
+            bindings=(*base.bindings, f"{binding} = {value}"),
+        )
+        out.append(step_ms(build_trainer(config), warmup, repeats, block))
+    return out
