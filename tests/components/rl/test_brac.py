@@ -131,6 +131,21 @@ def test_without_regularisation_the_divergence_critic_is_idle():
     assert "loss_divergence_critic" not in info and float(info["alpha"]) == 0.0
 
 
+def test_equal_work_trains_the_idle_critic_without_touching_the_policy_loss():
+    """The reference's wasted work, for benchmarks: the critic trains 3× with α = 0, and the
+    actor-critic's losses are those of the plain update."""
+    plain, busy = make_brac(), make_brac(always_train_divergence=True, divergence_steps=3)
+    before = params(busy.divergence)
+    torch.manual_seed(1)
+    expected = plain.update(batch(), torch.zeros(4, Z))
+    torch.manual_seed(1)
+    got = busy.update(batch(), torch.zeros(4, Z))
+    assert changed(before, busy.divergence) and "loss_divergence_critic" in got
+    # the Q loss draws nothing; V and policy losses differ only by the critic's policy draws
+    torch.testing.assert_close(got["loss_q"], expected["loss_q"])
+    assert float(got["alpha"]) == 0.0
+
+
 @pytest.mark.parametrize(("target", "direction"), [(-1.0, 1), (1.0, -1)])
 def test_alpha_moves_toward_the_target_divergence(target, direction):
     agent = make_brac(alpha=1.0, target_divergence=target)
