@@ -121,6 +121,7 @@ def bench_train(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             "shapes": limits,
         }
     ]
+    counted: dict[tuple, int] = {}
     for config in step_configs(quick):
         trainer = build_trainer(config)
         small = config.scale in ("cpu", "tiny") and not quick
@@ -135,7 +136,9 @@ def bench_train(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             "speedup_vs_reference": REFERENCE_MS_PER_STEP / ms,
         }
         if config.flops:
-            flops = step_flops(trainer)
+            # the count does not depend on precision: count once per configuration
+            key = (config.recipe, config.scale, config.bindings)
+            flops = counted[key] = counted.get(key) or step_flops(trainer)
             peak = limits[config.precision]["peak"]
             row.update(
                 gflop_per_step=flops / 1e9,

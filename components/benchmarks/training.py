@@ -75,23 +75,30 @@ def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | Non
     return trainer
 
 
-def step_ms(trainer, warmup: int, repeats: int, block: int) -> float:
-    """Median milliseconds per training step over `repeats` blocks of `block` steps."""
+def step_ms(trainer, warmup: int, repeats: int, block: int, budget_s: float = 30.0) -> float:
+    """Median milliseconds per training step over up to `repeats` blocks of up to `block`
+    steps, after up to `warmup` steps, within about `budget_s` seconds (a slow configuration,
+    such as bf16 without bf16 hardware, gets fewer and shorter blocks, at least one step)."""
 
-    def one() -> None:
+    def one() -> float:
+        synchronize(trainer.device)
+        began = time.perf_counter()
         with trainer.autocast():
             trainer.train_step()
+        synchronize(trainer.device)
+        return time.perf_counter() - began
 
-    for _ in range(warmup):
-        one()
-    times = []
-    for _ in range(repeats):
-        synchronize(trainer.device)
-        start = time.perf_counter()
-        for _ in range(block):
-            one()
-        synchronize(trainer.device)
-        times.append((time.perf_counter() - start) / block * 1e3)
+    spent = 0.0
+    for _ in range(max(warmup, 1)):
+        last = one()
+        spent += last
+        if spent > budget_s / 4:
+            break
+    steps = max(1, min(block, int(budget_s / max(repeats, 1) / max(last, 1e-6))))
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < repeats and (not times or time.perf_counter() - start < budget_s):
+        times.append(sum(one() for _ in range(steps)) / steps * 1e3)
     return statistics.median(times)
 
 

@@ -35,7 +35,7 @@ class MLPEncoder(nn.Module):
         input_dim = sum(sizes)
         layers: list[nn.Module] = []
         for size in hidden:
-            layers += [nn.Linear(input_dim, size), nn.ReLU()]
+            layers += [nn.Linear(input_dim, size), nn.ReLU(inplace=True)]
             input_dim = size
         layers.append(nn.Linear(input_dim, latent_dim))
         self.net = nn.Sequential(*layers, *([nn.Tanh()] if squash else []))
