@@ -40,12 +40,20 @@ ROWS = ["focal", "focalpp_contrastive", "focalpp_batchwise", "focalpp_seqwise", 
 BASELINES = ["batch_pearl", "contextual_bcq"]
 
 
-def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+def _table(title: str, rows: list[dict], columns: dict[str, str]) -> None:
+    """A rich table of `rows`: one column per header, its cell `format.format(**row)` ("-"
+    where the row lacks a field or holds None)."""
     table = Table(title=title, title_justify="left")
-    for i, column in enumerate(columns):
-        table.add_column(column, justify="left" if i == 0 else "right")
+    for i, header in enumerate(columns):
+        table.add_column(header, justify="left" if i == 0 else "right")
     for row in rows:
-        table.add_row(*row)
+        cells = []
+        for fmt in columns.values():
+            try:
+                cells.append(fmt.format(**row))
+            except (KeyError, TypeError):
+                cells.append("-")
+        table.add_row(*cells)
     console.print(table)
 
 
@@ -148,19 +156,16 @@ def bench_train(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         rows.append(row)
     _table(
         "train: one gradient step (median of repeats after warm-up)",
-        ["config", "precision", "ms/step", "steps/s", "× reference", "GFLOP/step", "of peak"],
-        [
-            [
-                r["config"],
-                r["precision"],
-                f"{r['ms_per_step']:.1f}",
-                f"{r['steps_per_s']:.1f}",
-                f"{r['speedup_vs_reference']:.1f}",
-                f"{r['gflop_per_step']:.2f}" if "gflop_per_step" in r else "-",
-                f"{r['fraction_of_matmul_peak']:.0%}" if "fraction_of_matmul_peak" in r else "-",
-            ]
-            for r in rows[1:]
-        ],
+        rows[1:],
+        {
+            "config": "{config}",
+            "precision": "{precision}",
+            "ms/step": "{ms_per_step:.1f}",
+            "steps/s": "{steps_per_s:.1f}",
+            "× reference": "{speedup_vs_reference:.1f}",
+            "GFLOP/step": "{gflop_per_step:.2f}",
+            "of peak": "{fraction_of_matmul_peak:.0%}",
+        },
     )
     console.print(
         "matmul peak: "
@@ -192,16 +197,13 @@ def bench_eval(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         )
     _table(
         "eval: meta-test of every test task (median)",
-        ["networks", "tasks × runs", "context", "seconds"],
-        [
-            [
-                r["config"],
-                f"{r['test_tasks']} × {r['runs_per_task']}",
-                str(r["context_transitions"]),
-                f"{r['seconds']:.2f}",
-            ]
-            for r in rows
-        ],
+        rows,
+        {
+            "networks": "{config}",
+            "tasks × runs": "{test_tasks} × {runs_per_task}",
+            "context": "{context_transitions}",
+            "seconds": "{seconds:.2f}",
+        },
     )
     return rows
 
@@ -240,16 +242,13 @@ def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         )
     _table(
         "memory: peak resident set of a run (reference sizes)",
-        ["recipe", "steps", "peak GiB", "process s"],
-        [
-            [
-                r["recipe"],
-                str(r["steps"]),
-                f"{r['peak_rss_gib']:.2f}",
-                f"{r['process_seconds']:.0f}",
-            ]
-            for r in rows
-        ],
+        rows,
+        {
+            "recipe": "{recipe}",
+            "steps": "{steps}",
+            "peak GiB": "{peak_rss_gib:.2f}",
+            "process s": "{process_seconds:.0f}",
+        },
     )
     return rows
 
@@ -309,16 +308,13 @@ def bench_scaling(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             )
     _table(
         "scaling: step time as one size grows (others at the reference's)",
-        ["binding", "value", "ms/step", "µs per T·(B+E)"],
-        [
-            [
-                r["binding"],
-                str(r["value"]),
-                f"{r['ms_per_step']:.1f}",
-                f"{r['us_per_task_transition']:.2f}",
-            ]
-            for r in rows
-        ],
+        rows,
+        {
+            "binding": "{binding}",
+            "value": "{value}",
+            "ms/step": "{ms_per_step:.1f}",
+            "µs per T·(B+E)": "{us_per_task_transition:.2f}",
+        },
     )
     return rows
 
@@ -374,16 +370,14 @@ def bench_quality(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     }
     _table(
         "quality: time from an empty store to the paper's FOCAL++ return",
-        ["scale", "target", "reached after", "best (step)", "wall s"],
-        [
-            [
-                scale,
-                f"{target:.2f}",
-                f"{reached:.0f} s" if reached else "not reached",
-                f"{best[0]:.2f} ({best[1]})",
-                f"{total:.0f}",
-            ]
-        ],
+        [row],
+        {
+            "scale": "{scale}",
+            "target": "{target:.2f}",
+            "reached after s": "{reached_seconds:.0f}",
+            "best (step)": "{best_return:.2f} ({best_step})",
+            "wall s": "{wall_seconds:.0f}",
+        },
     )
     return [row]
 
