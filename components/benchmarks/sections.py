@@ -97,6 +97,12 @@ def step_configs(quick: bool) -> list[StepConfig]:
         )
     )
     rows, precisions = (["focal"], ["fp32"]) if quick else (ROWS + BASELINES, ["fp32", "bf16"])
+    if not quick:  # compiling takes minutes on a CPU: the two configurations that tell
+        configs += [
+            StepConfig("(a) focal, reference sizes, compiled", "focal.gin", paper_scale,
+                       bindings=paper, compile=True),
+            StepConfig("(c) focal, compiled", "focal.gin", cpu_scale, compile=True),
+        ]  # fmt: skip
     for precision in precisions:
         for row in rows:
             configs.append(StepConfig(f"(c) {row}", f"{row}.gin", cpu_scale, precision=precision))

@@ -45,6 +45,7 @@ class StepConfig:
     bindings: tuple[str, ...] = ()
     precision: str = "fp32"
     phase: str | None = None
+    compile: bool = False
     flops: bool = False  # count the step's FLOPs (paper-size rows)
 
 
@@ -55,6 +56,7 @@ def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | Non
         *config.bindings,
         "focal.progress = False",
         f"focal.precision = '{config.precision}'",
+        f"focal.compile = {config.compile}",
     ]
     if data_root is not None:
         bindings.append(f"focal.data_root = '{data_root}'")
@@ -89,10 +91,10 @@ def step_ms(trainer, warmup: int, repeats: int, block: int, budget_s: float = 30
         return time.perf_counter() - began
 
     spent = 0.0
-    for _ in range(max(warmup, 1)):
+    for i in range(max(warmup, 2)):  # two at least: a compiled step compiles on its first
         last = one()
         spent += last
-        if spent > budget_s / 4:
+        if i and spent > budget_s / 4:
             break
     steps = max(1, min(block, int(budget_s / max(repeats, 1) / max(last, 1e-6))))
     times: list[float] = []

@@ -1,4 +1,4 @@
-"""Every row recipe of Table 1 runs end to end on every environment column at the tiny scale:
+"""The row recipes of Table 1 run end to end on every environment column at the tiny scale:
 dataset build, training, meta-test, run directory."""
 
 from __future__ import annotations
@@ -13,8 +13,18 @@ from tests.conftest import run_row
 ROWS = ["focal", "focalpp_contrastive", "focalpp_batchwise", "focalpp_seqwise", "focalpp"]
 
 
-@pytest.mark.parametrize("env", columns("envs"))
-@pytest.mark.parametrize("row", ROWS)
+# Every row on the point-robot columns; on the MuJoCo columns FOCAL and FOCAL++ (the other
+# rows differ from them only in encoder and objective parts, which do not see the family).
+POINT_ROBOTS = {"sparse_point_robot", "point_robot_wind", "sparse_point_robot_relabeled"}
+CASES = [
+    (row, env)
+    for env in columns("envs")
+    for row in ROWS
+    if env in POINT_ROBOTS or row in ("focal", "focalpp")
+]
+
+
+@pytest.mark.parametrize(("row", "env"), CASES)
 def test_row_runs_on_every_env(row, env, tiny_data, tmp_path):
     metrics, algorithm = run_row(f"{row}.gin", env, tiny_data, tmp_path / "run")
     run_dir = tmp_path / "run"
