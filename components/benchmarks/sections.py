@@ -138,8 +138,8 @@ def bench_train(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     counted: dict[tuple, int] = {}
     for config in step_configs(quick):
         trainer = build_trainer(config)
-        small = config.scale in ("cpu", "tiny") and not quick
-        ms = step_ms(trainer, warmup, repeats * (2 if small else 1), block * (5 if small else 1))
+        small = config.scale in ("cpu", "tiny") and not quick  # many short steps, 10 s
+        ms = step_ms(trainer, warmup, repeats, block * (4 if small else 1), 10 if small else 30)
         row = {
             "config": config.name,
             "recipe": config.recipe,
@@ -218,7 +218,7 @@ def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     """Peak resident memory of a whole `tools/run.py` process at the reference's sizes
     (dataset load, training steps, a meta-test, checkpoint)."""
     paper_scale, paper = _paper(quick)
-    steps = 4 if quick else 200
+    steps = 4 if quick else 100
     rows = []
     for recipe in ("focal.gin",) if quick else ("focal.gin", "focalpp.gin"):
         with tempfile.TemporaryDirectory() as tmp:
