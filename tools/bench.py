@@ -228,8 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {"machine": machine(), "quick": args.quick, "sections": {}}
     for section in args.sections:
         report["sections"][section] = SECTIONS[section](args.quick, args.figures)
+        if args.json:  # after each section: a long benchmark stopped midway keeps its results
+            atomic_write_text(args.json, json.dumps(report, indent=2))
     if args.json:
-        atomic_write_text(args.json, json.dumps(report, indent=2))
         console.print(f"wrote {args.json}")
     return 0
 
