@@ -303,15 +303,8 @@ def bench_scaling(quick: bool, figures_dir: Path | None = None) -> list[dict]:
                     "us_per_task_transition": ms * 1e3 / (t * (b + e)),
                 }
             )
-        if figures_dir is not None:
-            figures.curves(
-                {"ms/step": np.array(values, dtype=float)},
-                {"ms/step": np.array(times)},
-                title=f"step time against {symbol} ({binding}), other sizes as the reference",
-                xlabel=f"{symbol} ({binding})",
-                ylabel="milliseconds per step",
-                path=figures_dir / f"scaling-{symbol}.png",
-            )
+    if figures_dir is not None:
+        scaling_figures(rows, figures_dir)
     _table(
         "scaling: step time as one size grows (others at the reference's)",
         rows,
@@ -323,6 +316,24 @@ def bench_scaling(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         },
     )
     return rows
+
+
+def scaling_figures(rows: list[dict], figures_dir: Path) -> list[Path]:
+    """One PNG per swept size from the scaling rows (also from a saved bench JSON)."""
+    written = []
+    for binding, (_, symbol) in SWEEPS.items():
+        mine = [r for r in rows if r["binding"] == binding]
+        written.append(
+            figures.curves(
+                {"ms/step": np.array([r["value"] for r in mine], dtype=float)},
+                {"ms/step": np.array([r["ms_per_step"] for r in mine])},
+                title=f"step time against {symbol}, other sizes fixed",
+                xlabel=f"{symbol} ({binding})",
+                ylabel="milliseconds per step",
+                path=figures_dir / f"scaling-{symbol}.png",
+            )
+        )
+    return written
 
 
 def bench_quality(quick: bool, figures_dir: Path | None = None) -> list[dict]:
