@@ -286,7 +286,7 @@ def bench_scaling(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     warmup, repeats, block = (1, 1, 1) if quick else (3, 3, 5)
     rows = []
     for binding, (values, symbol) in SWEEPS.items():
-        values = values[:2] if quick else values
+        values = values[:1] if quick else values
         times = sweep_step_ms(base, binding, values, warmup, repeats, block)
         for value, ms in zip(values, times, strict=True):
             t = value if symbol == "T" else (4 if quick else 16)
