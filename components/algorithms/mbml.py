@@ -5,8 +5,9 @@ Two phases in one run of `teacher_steps + focal.steps` steps:
   1. teachers: one BCQ per training task (no z) and per-task learned reward models (and
      transition models where tasks differ in dynamics), all K tasks trained together with
      batched weights, each on its own task's data;
-  2. student: a meta-batch of T distinct tasks; each task's context is relabeled with its
-     partner task's models (partner = the next task of the batch) → anchor; the triplet loss
+  2. student: a meta-batch of T distinct tasks (at most every training task); each task's
+     context is relabeled with its partner task's models (partner = the previous task of the
+     batch) → anchor; the triplet loss
      pulls the anchor's task vector toward the partner's real context and away from its own;
      one shared BCQ over (s, z) is distilled from the teachers (Q: squared error to the task's
      teacher twin Q; perturbation: squared error to the teacher's perturbed action; VAE:
@@ -35,7 +36,7 @@ from components.data.transitions import Transitions
 from components.objectives.triplet import Triplet
 from components.rl.bcq import BCQ
 from components.rl.task_models import TaskModels
-from registry import RunContext, register
+from registry import RecipeError, RunContext, register
 from registry.validation import at_least
 
 
@@ -69,8 +70,15 @@ class MBMLTrainer(FocalTrainer):
             objective=None,
             key_momentum=None,
             detach_z=False,
-            tasks_with_replacement=False,  # every task has a partner other than itself
+            # MBML draws its own meta-batch below: distinct tasks (each needs a partner other
+            # than itself), at most every training task (Fwd-Back families have two)
+            tasks_with_replacement=True,
         )
+        if self.train.n_tasks < 2:
+            raise RecipeError(
+                f"mbml needs at least two training tasks to relabel one as another; "
+                f"{run.env} has {self.train.n_tasks}"
+            )
         self.teacher_steps = teacher_steps
         self.steps += teacher_steps
         k, dims = self.train.n_tasks, (self.family.obs_dim, self.family.act_dim)
@@ -99,7 +107,7 @@ class MBMLTrainer(FocalTrainer):
 
     # --- phase 2 -------------------------------------------------------------------------------
     def student_step(self) -> dict[str, torch.Tensor]:
-        tasks = self.train.sample_tasks(self.meta_batch, replace=False)
+        tasks = self.train.sample_tasks(min(self.meta_batch, self.train.n_tasks), replace=False)
         partner = tasks.roll(1)  # row i's partner is row i − 1's task; its z is z.roll(1)
         context = self.train.sample(
             tasks, self.context_batch, replace=self.context_replace, sparse=self.layout.sparse

@@ -20,9 +20,11 @@ LOSSES = {
 }
 
 
-# Every baseline on both point robots; on a MuJoCo dynamics family MBML, whose transition
-# models and per-task teachers are the parts that see the family.
+# Every baseline on both point robots; MBML, whose transition models and per-task teachers
+# are the parts that see the family, also on a MuJoCo dynamics family and on a family with
+# only two training tasks (its meta-batch is then both).
 CASES = [(r, e) for r in sorted(LOSSES) for e in ENVS if e != "walker_params" or r == "mbml"]
+CASES.append(("mbml", "sparse_cheetah_fwd_back"))
 
 
 @pytest.mark.parametrize(("recipe", "env"), CASES)
