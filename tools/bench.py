@@ -46,10 +46,13 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import components.envs  # noqa: E402, F401  (registers the families)
+from components.benchmarks.limits import count_flops  # noqa: E402
 from components.benchmarks.sections import SECTIONS as TRAINING_SECTIONS  # noqa: E402
 from components.data.behaviour import rollout  # noqa: E402
 from components.data.build import describe, ensure_dataset  # noqa: E402
 from components.data.protocols import CheckpointRollouts  # noqa: E402
+from components.data.replay import TaskReplay  # noqa: E402
+from components.data.transitions import Transitions  # noqa: E402
 from components.envs.point_robot import PointRobotFamily  # noqa: E402
 from components.reporting.run_dir import atomic_write_text  # noqa: E402
 from components.runtime import tune_allocator  # noqa: E402
@@ -154,6 +157,56 @@ def sequential_task_seconds(family, task, protocol: CheckpointRollouts, seed: in
     return time.perf_counter() - start
 
 
+def update_anatomy(family, behaviour, n_tasks: int, quick: bool) -> dict:
+    """Milliseconds of one behaviour-SAC gradient step for one task and for `n_tasks` at once
+    (median of repeats, on a replay of random transitions), and the batched step's FLOPs: the
+    ceiling the per-step cost puts on the speed-up of training the tasks together."""
+    torch.manual_seed(0)
+
+    def step_ms(k: int) -> tuple[float, Callable[[], object]]:
+        agent = behaviour.agent(family, k)
+        replay = TaskReplay(
+            n_tasks=k, capacity=1_000, obs_dim=family.obs_dim, act_dim=family.act_dim
+        )
+        for _ in range(1_000):
+            replay.add(
+                Transitions(
+                    obs=np.random.randn(k, family.obs_dim),
+                    action=np.random.uniform(-1, 1, (k, family.act_dim)),
+                    reward=np.random.randn(k),
+                    sparse_reward=np.zeros(k),
+                    next_obs=np.random.randn(k, family.obs_dim),
+                    terminated=np.zeros(k),
+                    truncated=np.zeros(k),
+                )
+            )
+
+        def step() -> object:
+            return agent.update(replay.sample(behaviour.batch_size))
+
+        repeats = 3 if quick else 200
+        for _ in range(3 if quick else 20):
+            step()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                step()
+            times.append((time.perf_counter() - start) / repeats * 1e3)
+        return float(np.median(times)), step
+
+    one, _ = step_ms(1)
+    batched, step = step_ms(n_tasks)
+    flops = count_flops(step)
+    return {
+        "update_ms_one_task": one,
+        "update_ms_all_tasks": batched,
+        "update_gflop_all_tasks": flops / 1e9,
+        "update_gflops_per_s_all_tasks": flops / batched / 1e6,
+        "update_speedup": n_tasks * one / batched,
+    }
+
+
 def bench_collect(quick: bool) -> list[dict]:
     """Batched collection of every Sparse-Point-Robot task vs tasks trained one by one."""
     family_name, n_sequential = "sparse_point_robot", 2
@@ -169,6 +222,7 @@ def bench_collect(quick: bool) -> list[dict]:
     tasks = family.all_tasks()
     per_task = [sequential_task_seconds(family, t, protocol, 0) for t in tasks[:n_sequential]]
     sequential = float(np.mean(per_task)) * len(tasks)
+    anatomy = update_anatomy(family, protocol.behaviour, len(tasks), quick)
     row = {
         "family": family_name,
         "tasks": len(tasks),
@@ -177,6 +231,7 @@ def bench_collect(quick: bool) -> list[dict]:
         "sequential_seconds_measured": per_task,
         "sequential_seconds_extrapolated": sequential,
         "speedup": sequential / batched,
+        **anatomy,
         **{f"{q}_mean_sparse_return": qualities[q]["mean_sparse_return"] for q in qualities},
         **{f"{q}_mean_return": qualities[q]["mean_return"] for q in qualities},
     }
@@ -187,6 +242,15 @@ def bench_collect(quick: bool) -> list[dict]:
     table.add_row("batched: train + rollouts + save", f"{batched:.1f} s")
     table.add_row(f"one by one ({n_sequential} measured, × {len(tasks)})", f"{sequential:.0f} s")
     table.add_row("speed-up", f"{row['speedup']:.1f}×")
+    table.add_row(
+        "one SAC gradient step: 1 task / all tasks",
+        f"{anatomy['update_ms_one_task']:.1f} / {anatomy['update_ms_all_tasks']:.1f} ms "
+        f"({anatomy['update_speedup']:.1f}×)",
+    )
+    table.add_row(
+        "all tasks' step: GFLOP, GFLOP/s",
+        f"{anatomy['update_gflop_all_tasks']:.2f}, {anatomy['update_gflops_per_s_all_tasks']:.0f}",
+    )
     for q in ("random", "medium", "expert", "mixed"):
         table.add_row(
             f"{q}: mean sparse / dense return",
