@@ -20,6 +20,9 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
     assert collect["tasks"] == 100 and collect["env_steps_per_task"] == 60
     assert collect["batched_seconds"] > 0 and len(collect["sequential_seconds_measured"]) == 2
     assert {"random_mean_sparse_return", "expert_mean_return"} <= set(collect)
+    assert collect["update_ms_one_task"] > 0 and collect["update_ms_all_tasks"] > 0
+    # 100 tasks' networks do 100 times one task's matrix products: 0.9 GFLOP at the 64-64 sizes
+    assert 0.5 < collect["update_gflop_all_tasks"] < 1.5
 
     train = report["sections"]["train"]
     assert {"fp32_gflops", "bf16_gflops"} <= set(train[0]) and train[0]["fp32_gflops"] > 0
