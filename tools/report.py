@@ -37,7 +37,7 @@ from components.evaluation.embedding_variance import crossovers  # noqa: E402
 from components.reporting import figures  # noqa: E402
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.metrics import read_metrics  # noqa: E402
-from components.reporting.paper import ATTENTION_AUC, TABLE1, TABLE2  # noqa: E402
+from components.reporting.paper import ATTENTION_AUC, TABLE1, TABLE2, TABLE3  # noqa: E402
 from components.reporting.run_dir import atomic_write_text  # noqa: E402
 from components.sweep.runner import INDEX, read_index  # noqa: E402
 from registry import FocalppError  # noqa: E402
@@ -169,12 +169,34 @@ def shift_table(grouped) -> Report | None:
             for r in group
             if "distribution_shift" in r["analysis"]
         ]
+        stem = Path(group[0]["recipe"]).stem
         for train in sorted({s["train_quality"] for s in shifts}):
             same = [s["shift"] for s in shifts if s["train_quality"] == train]
             for test in same[0]:
                 values = [s[test]["mean"] for s in same if test in s]
-                rows.append((env, scale, recipe, train, test, str(len(values)), spread(values)))
-    columns = ("env", "scale", "recipe", "train quality", "test context", "seeds", "test return")
+                paper = TABLE3.get((env, stem, train, test))
+                rows.append(
+                    (
+                        env,
+                        scale,
+                        recipe,
+                        train,
+                        test,
+                        str(len(values)),
+                        spread(values),
+                        f"{paper:.2f}" if paper is not None else "-",
+                    )
+                )
+    columns = (
+        "env",
+        "scale",
+        "recipe",
+        "train quality",
+        "test context",
+        "seeds",
+        "test return",
+        "paper",
+    )
     return Report("Table 3: distribution shift", columns, rows) if rows else None
 
 

@@ -67,7 +67,10 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
         )
         assert done.returncode == 0, done.stderr
     analysed = cli(
-        "analyze", *(str(runs / f"s{s}") for s in (0, 1)), "--analyses", "embedding_variance"
+        "analyze",
+        *(str(runs / f"s{s}") for s in (0, 1)),
+        "--analyses",
+        "embedding_variance,distribution_shift",
     )
     assert analysed.returncode == 0, analysed.stderr
     variances = [
@@ -87,6 +90,14 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
     )
     assert f"{np.mean(variances):.2e} ± {np.std(variances):.2e}" in row
     assert row.endswith("| 7.73e-05 |")  # the paper's number for this row and env
+    # Table 3: one row per test-context quality, the paper's column "-" for this row
+    shift_rows = [
+        line
+        for line in result.stdout.splitlines()
+        if line.startswith("| sparse_point_robot | tiny | focalpp_batchwise | mixed | ")
+    ]
+    assert len(shift_rows) == 4
+    assert all(" | 2 | " in r and r.endswith(" | - |") for r in shift_rows)
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
     image = matplotlib.image.imread(tmp_path / "report" / "curves-sparse_point_robot-tiny.png")
