@@ -230,14 +230,16 @@ def ood_table(grouped) -> Report | None:
 
 
 def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, list[Path]]:
-    """The variance-sparsity study: labelled runs (one label per sparsity level) with an
-    embedding-variance analysis; per recipe, variance against the data's sparsity ratio, and
-    where each recipe's curve crosses FOCAL's."""
+    """The variance-sparsity study: labelled runs (one label per sparsity level, set by a
+    bound goal radius) with an embedding-variance analysis; per recipe, variance against the
+    data's sparsity ratio, and where each recipe's curve crosses FOCAL's. Labels that vary
+    something else (a data quality, a precision) are not sparsity levels."""
     points: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = defaultdict(dict)
     for (env, scale, _), group in grouped.items():
         for run in group:
             found = run["analysis"].get("embedding_variance", {})
-            if not run.get("label") or "sparsity" not in found:
+            radius_bound = any("goal_radius" in b for b in run.get("bindings", []))
+            if not run.get("label") or not radius_bound or "sparsity" not in found:
                 continue
             stem = Path(run["recipe"]).stem
             curve = points[(env, scale)].setdefault(stem, [])
