@@ -6,7 +6,8 @@ Finds every run directory (one holding run.json and eval.json) under the given p
 study directory of tools/sweep.py, the runs its index.json lists; failed ones are named), groups
 runs by (env, scale, recipe) and prints, mean ± std over seeds:
   Table 1   the final test return (sparse where the family is sparse), the mean std over test
-            tasks, the training time, and the paper's number (at the paper's scale);
+            tasks, the dense return, the training time, and the paper's number (at the
+            paper's scale; a dense return on the MuJoCo families);
   Table 2   the embedding variance      } from each run's analysis.json,
   Table 3   return under distribution shift  } written by tools/analyze.py
   Fig. 4c   the batch-attention AUC      }
@@ -37,7 +38,13 @@ from components.evaluation.embedding_variance import crossovers  # noqa: E402
 from components.reporting import figures  # noqa: E402
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.metrics import read_metrics  # noqa: E402
-from components.reporting.paper import ATTENTION_AUC, TABLE1, TABLE2, TABLE3  # noqa: E402
+from components.reporting.paper import (  # noqa: E402
+    ATTENTION_AUC,
+    TABLE1,
+    TABLE1_DENSE,
+    TABLE2,
+    TABLE3,
+)
 from components.reporting.run_dir import atomic_write_text  # noqa: E402
 from components.sweep.runner import INDEX, read_index  # noqa: E402
 from registry import FocalppError  # noqa: E402
@@ -114,7 +121,11 @@ def returns_table(grouped) -> Report:
     for (env, scale, recipe), group in grouped.items():
         task_std = np.mean([r["eval"]["test_return_std"] for r in group])
         secs = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
+        dense = [r["eval"].get("dense_return_mean") for r in group]
         paper = TABLE1.get((env, recipe))
+        paper_cell = "-" if paper is None else f"{paper[0]:.2f} ± {paper[1]:.2f}"
+        if paper and env in TABLE1_DENSE:
+            paper_cell += " (dense)"
         rows.append(
             (
                 env,
@@ -123,11 +134,21 @@ def returns_table(grouped) -> Report:
                 seeds(group),
                 spread([r["eval"]["test_return_mean"] for r in group]),
                 f"{task_std:.2f}",
+                spread(dense) if None not in dense else "-",
                 f"{np.mean(secs):.0f}" if secs else "-",
-                f"{paper[0]:.2f} ± {paper[1]:.2f}" if paper else "-",
+                paper_cell,
             )
         )
-    columns = ("env", "scale", "recipe", "seeds", "test return", "std over tasks", "train s")
+    columns = (
+        "env",
+        "scale",
+        "recipe",
+        "seeds",
+        "test return",
+        "std over tasks",
+        "dense return",
+        "train s",
+    )
     return Report(
         "Table 1: final test return, mean ± std over seeds (paper: its full scale)",
         (*columns, "paper"),

@@ -36,9 +36,15 @@ def test_report_averages_seeds_of_real_runs(tiny_data, tmp_path):
         json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text())["test_return_mean"]
         for s in (0, 1)
     ]
+    dense = [
+        json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text())["dense_return_mean"]
+        for s in (0, 1)
+    ]
     row = next(line for line in result.stdout.splitlines() if "| focal |" in line)
     assert "| sparse_point_robot | tiny | focal | 0,1 |" in row
     assert f"{np.mean(means):.2f} ± {np.std(means):.2f}" in row
+    assert f"{np.mean(dense):.2f} ± {np.std(dense):.2f}" in row
+    assert row.endswith("| 11.84 ± 1.05 |")  # the paper's sparse return for this row and env
     assert "unfinished (no eval.json)" in result.stdout and "broken" in result.stdout
 
 
