@@ -8,6 +8,8 @@ runs by (env, scale, recipe) and prints, mean ± std over seeds:
   Table 1   the final test return (sparse where the family is sparse), the mean std over test
             tasks, the dense return, the training time, and the paper's number (at the
             paper's scale; a dense return on the MuJoCo families);
+            the paper's numbers are per recipe and env: a labelled run (a study variant)
+            is set beside its recipe's number, its label in the recipe column
   Table 2   the embedding variance      } from each run's analysis.json,
   Table 3   return under distribution shift  } written by tools/analyze.py
   Fig. 4c   the batch-attention AUC      }
@@ -122,7 +124,7 @@ def returns_table(grouped) -> Report:
         task_std = np.mean([r["eval"]["test_return_std"] for r in group])
         secs = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
         dense = [r["eval"].get("dense_return_mean") for r in group]
-        paper = TABLE1.get((env, recipe))
+        paper = TABLE1.get((env, Path(group[0]["recipe"]).stem))
         paper_cell = "-" if paper is None else f"{paper[0]:.2f} ± {paper[1]:.2f}"
         if paper and env in TABLE1_DENSE:
             paper_cell += " (dense)"
@@ -165,7 +167,7 @@ def variance_table(grouped) -> Report | None:
             if "embedding_variance" in r["analysis"]
         ]
         if values:
-            paper = TABLE2.get((env, recipe))
+            paper = TABLE2.get((env, Path(group[0]["recipe"]).stem))
             rows.append(
                 (
                     env,
