@@ -99,12 +99,17 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
     return finished, others
 
 
+def recipe_stem(run: dict) -> str:
+    """The run's recipe file name without its folder and `.gin`: the key of the paper's tables."""
+    return Path(run["recipe"]).stem
+
+
 def groups(runs: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
     """Runs by (env, scale, recipe), sorted; a labelled run's recipe reads `stem (label)`."""
     grouped: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for run in runs:
         label = run.get("label") or ""
-        recipe = Path(run["recipe"]).stem + (f" ({label})" if label else "")
+        recipe = recipe_stem(run) + (f" ({label})" if label else "")
         grouped[(run["env"], run["scale"], recipe)].append(run)
     return dict(sorted(grouped.items()))
 
@@ -124,7 +129,7 @@ def returns_table(grouped) -> Report:
         task_std = np.mean([r["eval"]["test_return_std"] for r in group])
         secs = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
         dense = [r["eval"].get("dense_return_mean") for r in group]
-        paper = TABLE1.get((env, Path(group[0]["recipe"]).stem))
+        paper = TABLE1.get((env, recipe_stem(group[0])))
         paper_cell = "-" if paper is None else f"{paper[0]:.2f} ± {paper[1]:.2f}"
         if paper and env in TABLE1_DENSE:
             paper_cell += " (dense)"
@@ -167,7 +172,7 @@ def variance_table(grouped) -> Report | None:
             if "embedding_variance" in r["analysis"]
         ]
         if values:
-            paper = TABLE2.get((env, Path(group[0]["recipe"]).stem))
+            paper = TABLE2.get((env, recipe_stem(group[0])))
             rows.append(
                 (
                     env,
@@ -192,7 +197,7 @@ def shift_table(grouped) -> Report | None:
             for r in group
             if "distribution_shift" in r["analysis"]
         ]
-        stem = Path(group[0]["recipe"]).stem
+        stem = recipe_stem(group[0])
         for train in sorted({s["train_quality"] for s in shifts}):
             same = [s["shift"] for s in shifts if s["train_quality"] == train]
             for test in same[0]:
@@ -264,8 +269,7 @@ def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, lis
             radius_bound = any("goal_radius" in b for b in run.get("bindings", []))
             if not run.get("label") or not radius_bound or "sparsity" not in found:
                 continue
-            stem = Path(run["recipe"]).stem
-            curve = points[(env, scale)].setdefault(stem, [])
+            curve = points[(env, scale)].setdefault(recipe_stem(run), [])
             curve.append((found["sparsity"], found["embedding_variance"], run["label"]))
     rows, pictures = [], []
     for (env, scale), recipes in sorted(points.items()):
