@@ -9,6 +9,8 @@ results into RUN_DIR/analysis.json; figures go to RUN_DIR/figures/. `tools/repor
 them.
 
   embedding_variance   Table 2: variance of task vectors over context batches
+  task_vectors         can the task be read from z: ridge read-out error, identification,
+                       within/between-task variance, goal-holding error
   attention_auc        Figure 4c: AUC and densities of batch weights, rewarded vs not
   tsne                 Figure 3 (right): t-SNE of query embeddings by task
   distribution_shift   Table 3: test return with test contexts of every dataset quality

@@ -5,12 +5,16 @@
 Finds every run directory (one holding run.json and eval.json) under the given paths (for a
 study directory of tools/sweep.py, the runs its index.json lists; failed ones are named), groups
 runs by (env, scale, recipe) and prints, mean ± std over seeds:
-  Table 1   the final test return (sparse where the family is sparse), the mean std over test
-            tasks, the dense return, the training time, and the paper's number (at the
-            paper's scale; a dense return on the MuJoCo families);
+  Table 1   the final test return the paper's number is compared with (on the point robots
+            the sparse return as the paper scored it, 1 − d inside the goal radius; the dense
+            return on the MuJoCo families, as the paper's), the paper's number (at its scale),
+            the fraction of the test split's ceiling, the appendix sparse return and its
+            fraction, the mean std over test tasks, the dense return, the training time;
             the paper's numbers are per recipe and env: a labelled run (a study variant)
             is set beside its recipe's number, its label in the recipe column
-  Table 2   the embedding variance      } from each run's analysis.json,
+  Ceilings  each test split's oracle return under each formula
+  Task vectors  read-out error, identification, variance ratio, goal holding }
+  Table 2   the embedding variance (and the scale-free ratio) } from each run's analysis.json,
   Table 3   return under distribution shift  } written by tools/analyze.py
   Fig. 4c   the batch-attention AUC      }
   OOD       in- vs out-of-distribution context, and the variance-sparsity study (labelled runs)
@@ -123,27 +127,58 @@ def seeds(group: list[dict]) -> str:
     return ",".join(str(s) for s in sorted(r["seed"] for r in group))
 
 
+def comparable(run: dict) -> float | None:
+    """The return the paper's Table 1 number for this run's column is compared with: the
+    paper-comparable sparse return on the point robots (eval.json's `paper_return_mean`), the
+    dense return where the paper reported dense returns (MuJoCo), the test return otherwise;
+    None for a sparse run recorded before paper-comparable returns existed."""
+    record = run["eval"]
+    if run["env"] in TABLE1_DENSE:
+        return record.get("dense_return_mean")
+    if "sparse_return_mean" not in record:
+        return record["test_return_mean"]
+    return record.get("paper_return_mean")
+
+
+def fraction(values: Sequence[float], best: float | None) -> str:
+    """Mean as a percentage of the ceiling (returns ≥ 0 only; dense returns are negative)."""
+    if best is None or best <= 0 or not values:
+        return "-"
+    return f"{100 * np.mean(values) / best:.0f}%"
+
+
+def ceiling_of(group: list[dict], formula: str) -> float | None:
+    found = [r["eval"].get("ceiling", {}).get(formula) for r in group]
+    return found[0] if found and None not in found and len(set(found)) == 1 else None
+
+
 def returns_table(grouped) -> Report:
     rows = []
     for (env, scale, recipe), group in grouped.items():
         task_std = np.mean([r["eval"]["test_return_std"] for r in group])
         secs = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
         dense = [r["eval"].get("dense_return_mean") for r in group]
+        sparse = [r["eval"].get("sparse_return_mean") for r in group]
+        ours = [comparable(r) for r in group]
         paper = TABLE1.get((env, recipe_stem(group[0])))
         paper_cell = "-" if paper is None else f"{paper[0]:.2f} ± {paper[1]:.2f}"
         if paper and env in TABLE1_DENSE:
             paper_cell += " (dense)"
+        formula = "dense" if env in TABLE1_DENSE or sparse[0] is None else "paper"
         rows.append(
             (
                 env,
                 scale,
                 recipe,
                 seeds(group),
-                spread([r["eval"]["test_return_mean"] for r in group]),
+                spread(ours) if None not in ours else "-",
+                paper_cell,
+                fraction(ours, ceiling_of(group, formula)) if None not in ours else "-",
+                spread(sparse) if None not in sparse else "-",
+                fraction(sparse, ceiling_of(group, "sparse")) if None not in sparse else "-",
                 f"{task_std:.2f}",
                 spread(dense) if None not in dense else "-",
                 f"{np.mean(secs):.0f}" if secs else "-",
-                paper_cell,
             )
         )
     columns = (
@@ -151,16 +186,96 @@ def returns_table(grouped) -> Report:
         "scale",
         "recipe",
         "seeds",
-        "test return",
+        "paper-comparable",
+        "paper",
+        "of ceiling",
+        "sparse (appendix)",
+        "of ceiling",
         "std over tasks",
         "dense return",
         "train s",
     )
     return Report(
-        "Table 1: final test return, mean ± std over seeds (paper: its full scale)",
-        (*columns, "paper"),
+        "Table 1: final test return, mean ± std over seeds, beside the paper's (its full scale). "
+        "Paper-comparable: the point robots' sparse return as the paper scored it (1 − d inside "
+        "the goal radius), the dense return where the paper gives dense returns; sparse "
+        "(appendix): (r − g)/|g| above g; std over tasks: of the appendix return",
+        columns,
         rows,
     )
+
+
+def ceilings_table(grouped) -> Report | None:
+    """Each test split's best possible return (a task-knowing oracle) under each formula."""
+    found: dict[tuple[str, tuple], dict] = {}
+    for (env, _, _), group in grouped.items():
+        for run in group:
+            best = run["eval"].get("ceiling")
+            if best:
+                tasks = tuple(sorted(run["eval"]["per_task_return"]))
+                found[(env, tasks)] = best
+    rows = [
+        (
+            env,
+            str(len(tasks)),
+            *(f"{best[k]:.2f}" if k in best else "-" for k in ("paper", "sparse", "dense")),
+        )
+        for (env, tasks), best in sorted(found.items())
+    ]
+    columns = ("env", "test tasks", "paper-comparable", "sparse (appendix)", "dense")
+    title = "Ceilings: the mean test return of a task-knowing oracle on the same test tasks"
+    return Report(title, columns, rows) if rows else None
+
+
+def task_vector_table(grouped) -> Report | None:
+    """The task-vector diagnostics (analysis `task_vectors`), mean ± std over seeds."""
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
+        found = [r["analysis"]["task_vectors"] for r in group if "task_vectors" in r["analysis"]]
+        if not found:
+            continue
+        unit = found[0]["unit"]
+
+        def cell(key: str, digits: str = ".2f", found=found) -> str:
+            return spread([f[key] for f in found], digits)
+
+        holding = [f.get("holding_error") for f in found]
+        hold = {
+            k: spread([h[k] for h in holding]) if None not in holding and k in holding[0] else "-"
+            for k in ("distance", "angle")
+        }
+        rows.append(
+            (
+                env,
+                scale,
+                recipe,
+                str(len(found)),
+                f"{cell('decoding_error')} {unit}".strip(),
+                f"{cell('nearest_train_task_error')} {unit}".strip(),
+                cell("identification_accuracy"),
+                cell("variance_ratio", ".1e"),
+                hold["distance"],
+                hold["angle"],
+            )
+        )
+    columns = (
+        "env",
+        "scale",
+        "recipe",
+        "seeds",
+        "read-out error (test)",
+        "nearest training task",
+        "identified",
+        "within/between variance",
+        "holding distance",
+        "holding angle °",
+    )
+    title = (
+        "Task vectors: ridge read-out of the task parameters from z (fitted on training tasks, "
+        "error on test tasks), nearest-task identification, scale-free variance ratio, and how "
+        "far the meta-tested robot ends from its goal (last steps of the episode)"
+    )
+    return Report(title, columns, rows) if rows else None
 
 
 def variance_table(grouped) -> Report | None:
@@ -173,6 +288,11 @@ def variance_table(grouped) -> Report | None:
         ]
         if values:
             paper = TABLE2.get((env, recipe_stem(group[0])))
+            ratios = [
+                r["analysis"]["task_vectors"]["variance_ratio"]
+                for r in group
+                if "task_vectors" in r["analysis"]
+            ]
             rows.append(
                 (
                     env,
@@ -181,9 +301,18 @@ def variance_table(grouped) -> Report | None:
                     seeds(group),
                     spread(values, ".2e"),
                     f"{paper:.2e}" if paper else "-",
+                    spread(ratios, ".1e") if ratios else "-",
                 )
             )
-    columns = ("env", "scale", "recipe", "seeds", "embedding variance", "paper")
+    columns = (
+        "env",
+        "scale",
+        "recipe",
+        "seeds",
+        "embedding variance",
+        "paper",
+        "within/between (scale-free)",
+    )
     return (
         Report("Table 2: embedding variance over context batches", columns, rows) if rows else None
     )
@@ -202,6 +331,7 @@ def shift_table(grouped) -> Report | None:
             same = [s["shift"] for s in shifts if s["train_quality"] == train]
             for test in same[0]:
                 values = [s[test]["mean"] for s in same if test in s]
+                papers = [s[test].get("paper_mean") for s in same if test in s]
                 paper = TABLE3.get((env, stem, train, test))
                 rows.append(
                     (
@@ -211,8 +341,9 @@ def shift_table(grouped) -> Report | None:
                         train,
                         test,
                         str(len(values)),
-                        spread(values),
+                        spread(papers) if None not in papers else "-",
                         f"{paper:.2f}" if paper is not None else "-",
+                        spread(values),
                     )
                 )
     columns = (
@@ -222,10 +353,15 @@ def shift_table(grouped) -> Report | None:
         "train quality",
         "test context",
         "seeds",
-        "test return",
+        "paper-comparable",
         "paper",
+        "test return",
     )
-    return Report("Table 3: distribution shift", columns, rows) if rows else None
+    title = (
+        "Table 3: distribution shift (paper-comparable: on sparse point robots 1 − d inside "
+        "the goal radius; test return: the appendix sparse return, or the return of a dense family)"
+    )
+    return Report(title, columns, rows) if rows else None
 
 
 def attention_table(grouped) -> Report | None:
@@ -249,10 +385,22 @@ def ood_table(grouped) -> Report | None:
         found = [r["analysis"]["ood_context"] for r in group if "ood_context" in r["analysis"]]
         found = [f for f in found if f.get("ood_applies")]
         if found:
-            inside = spread([f["in_distribution"] for f in found])
-            outside = spread([f["out_of_distribution"] for f in found])
-            rows.append((env, scale, recipe, str(len(found)), inside, outside))
-    columns = ("env", "scale", "recipe", "seeds", "in-distribution", "out-of-distribution")
+            cells = []
+            for key in ("in_distribution", "out_of_distribution"):
+                for suffix in ("_paper", ""):
+                    values = [f.get(key + suffix) for f in found]
+                    cells.append(spread(values) if None not in values else "-")
+            rows.append((env, scale, recipe, str(len(found)), *cells))
+    columns = (
+        "env",
+        "scale",
+        "recipe",
+        "seeds",
+        "in-distribution (paper-comparable)",
+        "in-distribution",
+        "out-of-distribution (paper-comparable)",
+        "out-of-distribution",
+    )
     title = "Out-of-distribution behaviour context (CORRO/UNICORN protocol; not in the paper)"
     return Report(title, columns, rows) if rows else None
 
@@ -313,7 +461,15 @@ def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, lis
 
 
 def learning_curves(grouped, out_dir: Path) -> list[Path]:
-    """One PNG per (env, scale): each recipe's meta-test return against steps, ± std."""
+    """PNGs per (env, scale): each recipe's meta-test return against steps, ± std; the
+    headline return, and the paper-comparable one where every run recorded it."""
+    return [
+        *_curves(grouped, out_dir, "test_return_mean", "test return", "curves"),
+        *_curves(grouped, out_dir, "paper_return_mean", "paper-comparable return", "curves-paper"),
+    ]
+
+
+def _curves(grouped, out_dir: Path, key: str, ylabel: str, stem: str) -> list[Path]:
     by_env: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(dict)
     for (env, scale, recipe), group in grouped.items():
         by_env[(env, scale)][recipe] = group
@@ -322,12 +478,7 @@ def learning_curves(grouped, out_dir: Path) -> list[Path]:
         x, mean, std = {}, {}, {}
         for recipe, group in recipes.items():
             curves = [
-                {
-                    r["step"]: r["test_return_mean"]
-                    for r in read_metrics(run["dir"])
-                    if r["kind"] == "eval"
-                }
-                for run in group
+                {r["step"]: r[key] for r in read_metrics(run["dir"]) if key in r} for run in group
             ]
             steps = sorted(set.intersection(*(set(c) for c in curves)))
             if len(steps) < 2:
@@ -340,10 +491,10 @@ def learning_curves(grouped, out_dir: Path) -> list[Path]:
                     x,
                     mean,
                     std,
-                    title=f"{env} ({scale}): meta-test return, mean ± std over seeds",
+                    title=f"{env} ({scale}): meta-test {ylabel}, mean ± std over seeds",
                     xlabel="gradient steps",
-                    ylabel="test return",
-                    path=out_dir / f"curves-{env}-{scale}.png",
+                    ylabel=ylabel,
+                    path=out_dir / f"{stem}-{env}-{scale}.png",
                 )
             )
     return written
@@ -368,6 +519,8 @@ def execute(args: argparse.Namespace) -> int:
     reports += [
         t
         for t in (
+            ceilings_table(grouped),
+            task_vector_table(grouped),
             variance_table(grouped),
             shift_table(grouped),
             attention_table(grouped),

@@ -125,9 +125,16 @@ def execute(args: argparse.Namespace) -> int:
             result = json.loads((args.resume / "eval.json").read_text())
             out.print(f"{escape(str(args.resume))} has finished; nothing to resume")
             if "test_return_mean" in result:
+                paper = (
+                    f", paper-comparable ({result['paper_formula']}) "
+                    f"{result['paper_return_mean']:.2f} ± {result['paper_return_std']:.2f}"
+                    if "paper_return_mean" in result
+                    else ""
+                )
                 out.print(
                     f"test return {result['test_return_mean']:.2f} ± "
-                    f"{result.get('test_return_std', 0.0):.2f} after {result.get('steps')} steps"
+                    f"{result.get('test_return_std', 0.0):.2f}{paper} "
+                    f"after {result.get('steps')} steps"
                 )
             return 0
         comp = compose_recorded(record)

@@ -453,12 +453,13 @@ class FocalTrainer:
         record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
         atomic_write_text(run_dir / "eval.json", json.dumps(record, indent=1))
         atomic_write_text(run_dir / "summary.md", self._summary(result, seconds))
-        return {
+        summary = {
             "test_return_mean": round(result.mean, 4),
             "test_return_std": round(result.std, 4),
-            "train_seconds": round(seconds, 1),
-            "headline": result.describe(),
         }
+        if result.paper_returns is not None:
+            summary["paper_return_mean"] = round(float(result.paper_returns.mean()), 4)
+        return {**summary, "train_seconds": round(seconds, 1), "headline": result.describe()}
 
     def evaluation_steps(self) -> set[int]:
         """Steps after which the meta-test runs besides the last one."""
@@ -505,13 +506,17 @@ class FocalTrainer:
             f" ({'sparse' if self.layout.sparse else 'dense'} reward)",
             "",
             f"**{result.describe()}**",
-            "",
-            "| test task | return | sparse return |",
-            "|---|---|---|",
         ]
+        if result.ceiling:
+            best = ", ".join(f"{k} {v:.2f}" for k, v in result.ceiling.items())
+            lines.append(f"\nCeiling on these test tasks (a task-knowing oracle): {best}.")
+        columns = {"return": result.returns, "sparse return": result.sparse_returns}
+        if result.paper_returns is not None:
+            columns[f"paper-comparable ({result.paper_formula})"] = result.paper_returns
+        lines += ["", f"| test task | {' | '.join(columns)} |", "|---" * (len(columns) + 1) + "|"]
         for i, task in enumerate(result.tasks):
-            sparse = f"{result.sparse_returns[i]:.2f}" if result.sparse_returns is not None else "-"
-            lines.append(f"| {task} | {result.returns[i]:.2f} | {sparse} |")
+            cells = ["-" if v is None else f"{v[i]:.2f}" for v in columns.values()]
+            lines.append(f"| {task} | {' | '.join(cells)} |")
         return "\n".join(lines) + "\n"
 
 

@@ -16,11 +16,20 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
-from components.envs.sparse import sparsify
+from components.envs.sparse import paper_sparsify, sparsify
 
 A = TypeVar("A")  # numpy array or torch tensor
 
 Task = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TaskParameters:
+    """The parameters of N tasks in their own units: values [N, P], a name per column."""
+
+    values: np.ndarray
+    names: tuple[str, ...]
+    unit: str
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,9 @@ class EnvFamily(ABC):
     default_goal_radius: ClassVar[float | None] = None
     task_changes: ClassVar[str] = "reward"  # or "dynamics": what differs between tasks
     test_is_train: ClassVar[bool] = False  # Fwd-Back: only two directions exist (SPEC §1)
+    # How the paper's own numbers for this family were scored (components.envs.sparse): the
+    # appendix formula unless the reference environment is known to have paid otherwise.
+    paper_formula: ClassVar[str] = "appendix"
 
     def __init__(
         self, *, seed: int = 0, goal_radius: float | Literal["default"] | None = "default"
@@ -126,6 +138,14 @@ class EnvFamily(ABC):
         """Stacked task vectors, shape [N, P]."""
         return np.stack([self.task_vector(t) for t in tasks])
 
+    def task_parameters(self, tasks: Sequence[Task]) -> TaskParameters:
+        """What tells the tasks apart, in the task's own units: the numbers a task vector z
+        should encode (the decodability diagnostic reads them back). Default: the task
+        vectors, unitless."""
+        values = self.task_vectors(tasks)
+        names = tuple(f"{self.task_keys[0]}[{i}]" for i in range(values.shape[1]))
+        return TaskParameters(values, names if values.shape[1] > 1 else self.task_keys[:1], "")
+
     # --- rewards ---------------------------------------------------------------------------
     @abstractmethod
     def reward(self, obs: A, action: A, next_obs: A, task: A) -> A:
@@ -136,6 +156,22 @@ class EnvFamily(ABC):
 
     def sparse_reward(self, obs: A, action: A, next_obs: A, task: A) -> A:
         return sparsify(self.reward(obs, action, next_obs, task), self.goal_radius)
+
+    def paper_reward(self, reward: A) -> A:
+        """The paper-comparable sparse reward of dense rewards (`paper_formula`); dense families
+        return `reward` unchanged."""
+        return paper_sparsify(reward, self.goal_radius, self.paper_formula)
+
+    def holding_error(self, obs: np.ndarray, task: np.ndarray) -> dict[str, np.ndarray] | None:
+        """How far states obs [N, F] are from the goal of tasks [N, P], per named measure in
+        the task's units ([N] each), for families whose tasks are goals to reach and hold;
+        None for the others."""
+        return None
+
+    def oracle_action(self, obs: np.ndarray, task: np.ndarray) -> np.ndarray | None:
+        """An action that knows the task and no policy beats, [N, A], or None where none is
+        known (the MuJoCo families). Gives the ceilings of `components.evaluation.ceiling`."""
+        return None
 
     def terminated(self, next_obs: np.ndarray) -> np.ndarray:
         """Whether the episode ends at `next_obs` [..., F] (never, unless a family says so)."""

@@ -6,12 +6,13 @@ SPEC §1: dt 0.05; observation = qpos[1:] (8), qvel (9), torso position (3, with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 
-from components.envs.family import A, EnvFamily, Task, check_vector
+from components.envs.family import A, EnvFamily, Task, TaskParameters, check_vector
 from components.envs.task_env import MujocoTaskEnvMixin, current_body_positions, register_gym
 from registry import register
 
@@ -48,6 +49,9 @@ class SparseCheetahVel(CheetahFamily):
 
     def task_vector(self, task: Task) -> np.ndarray:
         return check_vector(task, "velocity", 1)
+
+    def task_parameters(self, tasks: Sequence[Task]) -> TaskParameters:
+        return TaskParameters(self.task_vectors(tasks), ("target velocity",), "m/s")
 
     def reward(self, obs: A, action: A, next_obs: A, task: A) -> A:
         speed_error = abs(self.forward_velocity(obs, next_obs) - task[..., 0])

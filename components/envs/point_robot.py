@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from components.envs.batched import BatchStep
-from components.envs.family import A, EnvFamily, Task, check_vector
+from components.envs.family import A, EnvFamily, Task, TaskParameters, check_vector
 from components.envs.sparse import sparsify
 from components.envs.task_env import TaskEnvMixin, register_gym
 from registry import register
@@ -43,6 +43,21 @@ class PointRobotFamily(EnvFamily):
         goal, _ = self.goal_and_wind(task)
         return -(((next_obs - goal) ** 2).sum(-1) ** 0.5)
 
+    def holding_error(self, obs: np.ndarray, task: np.ndarray) -> dict[str, np.ndarray]:
+        goal, _ = self.goal_and_wind(task)
+        return {"distance": np.linalg.norm(obs - goal, axis=-1)}
+
+    def oracle_action(self, obs: np.ndarray, task: np.ndarray) -> np.ndarray:
+        """The action that knows the task: the step that lands nearest the goal, [N, 2].
+
+        Per axis the robot moves at most 0.1, so after k steps it can be anywhere in a box of
+        half-width 0.1·k around its start (shifted by k winds); stepping to the point of the
+        next box nearest the goal keeps it at the nearest reachable point after every step.
+        Every point-robot reward decreases with the distance, so no policy scores more.
+        """
+        goal, wind = self.goal_and_wind(task)
+        return np.clip((goal - obs - wind) / STEP_SCALE, -1.0, 1.0)
+
     def make_batched(self, tasks: Sequence[Task], *, autoreset: bool = False) -> PointRobotBatch:
         return PointRobotBatch(self, tasks, autoreset=autoreset)
 
@@ -56,6 +71,7 @@ class SparsePointRobot(PointRobotFamily):
     n_train, n_test = 80, 20
     task_keys = ("goal",)
     default_goal_radius = -0.2
+    paper_formula = "inside_bonus"  # the reference's non-MuJoCo point robot (SPEC §1)
 
     def sample_tasks(self, rng: np.random.Generator) -> list[Task]:
         n = self.n_train + self.n_test
@@ -68,6 +84,21 @@ class SparsePointRobot(PointRobotFamily):
 
     def goal_and_wind(self, task: A) -> tuple[A, A]:
         return task[..., :2], task[..., :2] * 0
+
+    def task_parameters(self, tasks: Sequence[Task]) -> TaskParameters:
+        """The goal's angle on the half circle, in degrees (goals are 1.8° apart)."""
+        goals = self.task_vectors(tasks)
+        angles = np.degrees(np.arctan2(goals[:, 1:2], goals[:, :1]))
+        return TaskParameters(angles, ("goal angle",), "°")
+
+    def holding_error(self, obs: np.ndarray, task: np.ndarray) -> dict[str, np.ndarray]:
+        """Distance to the goal, and the angle between the robot's and the goal's direction
+        (degrees): a robot on the right circle but at the wrong angle holds a wrong goal."""
+        goal, _ = self.goal_and_wind(task)
+        angle = np.degrees(
+            np.abs(np.arctan2(obs[:, 1], obs[:, 0]) - np.arctan2(goal[:, 1], goal[:, 0]))
+        )
+        return {**super().holding_error(obs, task), "angle": np.minimum(angle, 360.0 - angle)}
 
 
 @register("env", "point_robot_wind")
@@ -88,6 +119,9 @@ class PointRobotWind(PointRobotFamily):
 
     def task_vector(self, task: Task) -> np.ndarray:
         return check_vector(task, "wind", 2)
+
+    def task_parameters(self, tasks: Sequence[Task]) -> TaskParameters:
+        return TaskParameters(self.task_vectors(tasks), ("wind x", "wind y"), "per step")
 
     def goal_and_wind(self, task: A) -> tuple[A, A]:
         goal = task[..., :2] * 0

@@ -11,12 +11,13 @@ observation's (clipped) qvel[0] instead of the displacement over the step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 
-from components.envs.family import A, EnvFamily, Task, check_vector
+from components.envs.family import A, EnvFamily, Task, TaskParameters, check_vector
 from components.envs.task_env import MujocoTaskEnvMixin, register_gym
 from registry import register
 
@@ -61,6 +62,15 @@ class WalkerParams(EnvFamily):
         if any((p <= 0).any() for p in parts):
             raise ValueError(f"malformed task: multipliers must be positive, got {task!r}")
         return np.concatenate(parts)
+
+    def task_parameters(self, tasks: Sequence[Task]) -> TaskParameters:
+        """Each multiplier's exponent, log_base(multiplier) in [−3, 3]: the numbers drawn."""
+        bases = np.concatenate([np.full(int(np.prod(s)), b) for _, s, b in PARAMETERS.values()])
+        names = tuple(
+            f"{key}[{i}]" for key, (_, s, _) in PARAMETERS.items() for i in range(int(np.prod(s)))
+        )
+        values = np.log(self.task_vectors(tasks)) / np.log(bases)
+        return TaskParameters(values, names, "log-multiplier exponent")
 
     def reward(self, obs: A, action: A, next_obs: A, task: A) -> A:
         return next_obs[..., X_VELOCITY] + 1.0 - 1e-3 * (action**2).sum(-1)

@@ -25,4 +25,6 @@ class ShiftAnalysis:
         for quality in qualities:
             result = trained.evaluate(data=trained.dataset.quality(quality))
             shift[quality] = {"mean": result.mean, "std": result.std}
+            if result.paper_returns is not None:
+                shift[quality]["paper_mean"] = float(result.paper_returns.mean())
         return {"train_quality": trained.quality, "shift": shift}

@@ -24,6 +24,7 @@ from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.data.store import QualityData
 from components.envs.family import EnvFamily
+from components.evaluation.ceiling import ceiling, rollout
 from components.evaluation.modes import eval_mode
 from registry import register
 from registry.validation import at_least
@@ -33,7 +34,11 @@ from registry.validation import at_least
 class MetaTestResult:
     """Per-task scores (mean over runs) of the last episode; [n_test] arrays.
 
-    `headline` uses the sparse return on sparse families, the dense return otherwise.
+    Sparse families have three returns per task: `returns` (dense), `sparse_returns` (the
+    appendix formula, what the context sees) and `paper_returns` (the formula the paper's own
+    numbers were scored with, `family.paper_formula`; components.envs.sparse). `headline` uses
+    the appendix sparse return on sparse families, the dense return otherwise. `ceiling`: the
+    mean return of a task-knowing oracle on the same tasks per formula, where the family has one.
     `curve`: mean headline return per episode (context size), when rolled out.
     """
 
@@ -42,6 +47,9 @@ class MetaTestResult:
     sparse_returns: np.ndarray | None
     context_sizes: list[int]
     curve: list[float] = field(default_factory=list)
+    paper_returns: np.ndarray | None = None
+    paper_formula: str | None = None
+    ceiling: dict[str, float] | None = None
 
     @property
     def headline_returns(self) -> np.ndarray:
@@ -56,22 +64,38 @@ class MetaTestResult:
         return float(self.headline_returns.std())
 
     def describe(self) -> str:
-        kind = "sparse return" if self.sparse_returns is not None else "return"
-        return f"test {kind} {self.mean:.2f} ± {self.std:.2f} over {len(self.tasks)} test tasks"
+        n = f"over {len(self.tasks)} test tasks"
+        if self.sparse_returns is None:
+            return f"test return {self.mean:.2f} ± {self.std:.2f} {n}"
+        text = f"test sparse return {self.mean:.2f} ± {self.std:.2f}"
+        if self.paper_returns is not None:
+            text += (
+                f", paper-comparable ({self.paper_formula}) "
+                f"{self.paper_returns.mean():.2f} ± {self.paper_returns.std():.2f}"
+            )
+        return f"{text} {n}"
 
     def to_dict(self) -> dict[str, Any]:
+        def per_task(values: np.ndarray) -> dict[str, float]:
+            return dict(zip(map(str, self.tasks), values.tolist(), strict=True))
+
         record: dict[str, Any] = {
             "test_return_mean": self.mean,
             "test_return_std": self.std,
             "dense_return_mean": float(self.returns.mean()),
-            "per_task_return": dict(zip(map(str, self.tasks), self.returns.tolist(), strict=True)),
+            "per_task_return": per_task(self.returns),
             "context_sizes": self.context_sizes,
         }
         if self.sparse_returns is not None:
             record["sparse_return_mean"] = float(self.sparse_returns.mean())
-            record["per_task_sparse_return"] = dict(
-                zip(map(str, self.tasks), self.sparse_returns.tolist(), strict=True)
-            )
+            record["per_task_sparse_return"] = per_task(self.sparse_returns)
+        if self.paper_returns is not None:
+            record["paper_return_mean"] = float(self.paper_returns.mean())
+            record["paper_return_std"] = float(self.paper_returns.std())
+            record["paper_formula"] = self.paper_formula
+            record["per_task_paper_return"] = per_task(self.paper_returns)
+        if self.ceiling is not None:
+            record["ceiling"] = self.ceiling
         if self.curve:
             record["curve"] = self.curve
         return record
@@ -92,6 +116,7 @@ class MetaTest:
         at_least("meta_test", runs=(runs, 1), context_transitions=(context_transitions, 1))
         self.runs, self.context_transitions, self.curve = runs, context_transitions, curve
         self._env: Any = None
+        self._ceiling: tuple[tuple[int, ...], dict[str, float] | None] | None = None
 
     def __call__(
         self,
@@ -127,20 +152,31 @@ class MetaTest:
             for size in sizes:
                 with torch.no_grad():
                     z = encoder(context[:, :size]).mean  # [N, Z]
-                per_episode.append(self._episode(env, z, act, device, seed))
-        dense, sparse = per_episode[-1]
+                per_episode.append(rollout(family, env, self._policy(z, act, device), seed=seed))
+        last = per_episode[-1]
         n = len(tasks)
-        sparse_family = family.goal_radius is not None
         curve = []
         if self.curve:
-            index = 1 if sparse_family else 0
-            curve = [float(ep[index].mean()) for ep in per_episode]
+            curve = [
+                float((ep.sparse if ep.sparse is not None else ep.dense).mean())
+                for ep in per_episode
+            ]
+        if self._ceiling is None or self._ceiling[0] != tuple(tasks):
+            best = ceiling(family, tasks)
+            self._ceiling = (tuple(tasks), best.means() if best is not None else None)
+
+        def per_task(values: np.ndarray | None) -> np.ndarray | None:
+            return None if values is None else values.reshape(n, self.runs).mean(1)
+
         return MetaTestResult(
             tasks=list(tasks),
-            returns=dense.reshape(n, self.runs).mean(1),
-            sparse_returns=sparse.reshape(n, self.runs).mean(1) if sparse_family else None,
+            returns=per_task(last.dense),
+            sparse_returns=per_task(last.sparse),
             context_sizes=sizes,
             curve=curve,
+            paper_returns=per_task(last.paper),
+            paper_formula=family.paper_formula if last.paper is not None else None,
+            ceiling=self._ceiling[1],
         )
 
     def _environment(self, family: EnvFamily, task_ids: list[int]):
@@ -154,21 +190,13 @@ class MetaTest:
         return self._env[1]
 
     @staticmethod
-    def _episode(env, z: torch.Tensor, act, device: torch.device, seed: int):
-        """One lockstep episode of every environment; dense and sparse returns [N]."""
-        obs = env.reset(seed=seed)
-        dense = np.zeros(len(obs))
-        sparse = np.zeros(len(obs))
-        for _ in range(env.horizon):
-            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
-            action = act(obs_t, z).cpu().numpy()
-            step = env.step(action)
-            dense += step.reward * step.alive
-            sparse += step.sparse_reward * step.alive
-            obs = step.obs
-            if not step.alive.any():
-                break
-        return dense, sparse
+    def _policy(z: torch.Tensor, act, device: torch.device):
+        """The agent as a numpy policy of the batched environment, z fixed per row."""
+
+        def policy(obs: np.ndarray) -> np.ndarray:
+            return act(torch.as_tensor(obs, dtype=torch.float32, device=device), z).cpu().numpy()
+
+        return policy
 
     def close(self) -> None:
         if self._env is not None:

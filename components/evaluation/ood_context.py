@@ -68,10 +68,14 @@ class OODContextAnalysis:
         donors = rng.choice(train, size=len(tasks)).tolist()
         ood = donor_context(family, trained.test_data, tasks, donors)
         inside, outside = trained.evaluate(), trained.evaluate(data=ood)
-        return {
+        record = {
             "ood_applies": True,
             "in_distribution": inside.mean,
             "out_of_distribution": outside.mean,
             "out_of_distribution_std": outside.std,
             "donors": dict(zip(map(str, tasks), donors, strict=True)),
         }
+        if inside.paper_returns is not None:
+            record["in_distribution_paper"] = float(inside.paper_returns.mean())
+            record["out_of_distribution_paper"] = float(outside.paper_returns.mean())
+        return record

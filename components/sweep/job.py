@@ -137,5 +137,12 @@ def _reason(proc: subprocess.CompletedProcess) -> str:
 def run_summary(run_dir: Path) -> dict[str, Any]:
     """The numbers an index keeps from a finished run's eval.json."""
     record = json.loads((Path(run_dir) / "eval.json").read_text())
-    keys = ("test_return_mean", "test_return_std", "steps", "train_seconds")
+    keys = (
+        "test_return_mean",
+        "test_return_std",
+        "paper_return_mean",
+        "paper_return_std",
+        "steps",
+        "train_seconds",
+    )
     return {k: record[k] for k in keys if k in record}

@@ -36,15 +36,22 @@ def test_report_averages_seeds_of_real_runs(tiny_data, tmp_path):
         json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text())["test_return_mean"]
         for s in (0, 1)
     ]
-    dense = [
-        json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text())["dense_return_mean"]
-        for s in (0, 1)
-    ]
+    evals = [json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text()) for s in (0, 1)]
+    dense = [e["dense_return_mean"] for e in evals]
+    paper = [e["paper_return_mean"] for e in evals]
     row = next(line for line in result.stdout.splitlines() if "| focal |" in line)
-    assert "| sparse_point_robot | tiny | focal | 0,1 |" in row
-    assert f"{np.mean(means):.2f} ± {np.std(means):.2f}" in row
-    assert f"{np.mean(dense):.2f} ± {np.std(dense):.2f}" in row
-    assert row.endswith("| 11.84 ± 1.05 |")  # the paper's sparse return for this row and env
+    # the paper's sparse return for this row and env stands beside the paper-comparable return
+    assert row.startswith(
+        f"| sparse_point_robot | tiny | focal | 0,1 | {np.mean(paper):.2f} ± {np.std(paper):.2f}"
+        " | 11.84 ± 1.05 | "
+    )
+    assert f"| {np.mean(means):.2f} ± {np.std(means):.2f} |" in row
+    assert f"| {np.mean(dense):.2f} ± {np.std(dense):.2f} |" in row
+    # each test split's ceiling: an oracle's return on the 20 test tasks of data seed 0
+    assert evals[0]["ceiling"] == evals[1]["ceiling"]
+    ceiling_row = "| sparse_point_robot | 20 | 13.48 | 12.62 | -3.76 |"
+    assert ceiling_row in result.stdout
+    assert f"| {100 * np.mean(paper) / evals[0]['ceiling']['paper']:.0f}% |" in row
     assert "unfinished (no eval.json)" in result.stdout and "broken" in result.stdout
 
 
@@ -76,7 +83,7 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
         "analyze",
         *(str(runs / f"s{s}") for s in (0, 1)),
         "--analyses",
-        "embedding_variance,distribution_shift",
+        "embedding_variance,task_vectors,distribution_shift",
     )
     assert analysed.returncode == 0, analysed.stderr
     variances = [
@@ -94,8 +101,14 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
         if line.startswith("| sparse_point_robot | tiny | focalpp_batchwise | 0,1 | ")
         and "e-" in line
     )
+    ratios = [
+        json.loads((runs / f"s{s}" / "analysis.json").read_text())["task_vectors"]["variance_ratio"]
+        for s in (0, 1)
+    ]
     assert f"{np.mean(variances):.2e} ± {np.std(variances):.2e}" in row
-    assert row.endswith("| 7.73e-05 |")  # the paper's number for this row and env
+    # the paper's number for this row and env, then the scale-free ratio
+    assert row.endswith(f"| 7.73e-05 | {np.mean(ratios):.1e} ± {np.std(ratios):.1e} |")
+    assert "### Task vectors" in result.stdout
     # Table 3: one row per test-context quality, the paper's column "-" for this row
     shift_rows = [
         line
@@ -103,9 +116,11 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
         if line.startswith("| sparse_point_robot | tiny | focalpp_batchwise | mixed | ")
     ]
     assert len(shift_rows) == 4
-    assert all(" | 2 | " in r and r.endswith(" | - |") for r in shift_rows)
+    # the paper has no number for this row: "-" beside the paper-comparable return
+    assert all(" | 2 | " in r and " | - | " in r for r in shift_rows)
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
+    assert "curves-paper-sparse_point_robot-tiny.png" in report
     image = matplotlib.image.imread(tmp_path / "report" / "curves-sparse_point_robot-tiny.png")
     assert image.shape[:2] == (480, 640) and image.std() > 0
 

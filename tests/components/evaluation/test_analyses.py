@@ -138,18 +138,26 @@ def test_analyze_cli_on_a_real_run(tiny_run):
     results = json.loads((tiny_run / "analysis.json").read_text())
     assert set(results) == {
         "embedding_variance",
+        "task_vectors",
         "attention_auc",
         "tsne",
         "distribution_shift",
         "ood_context",
     }
     assert results["embedding_variance"]["embedding_variance"] >= 0
+    vectors = results["task_vectors"]
+    assert vectors["parameters"] == ["goal angle"] and vectors["unit"] == "°"
+    assert 0 <= vectors["decoding_error"] < 180 and 0 <= vectors["nearest_train_task_error"] < 180
+    assert 0 <= vectors["identification_accuracy"] <= 1 and vectors["variance_ratio"] >= 0
+    assert set(vectors["holding_error"]) == {"distance", "angle"}
     assert results["attention_auc"]["attention_gated"] in (True, False)
     shift = results["distribution_shift"]
     assert set(shift["shift"]) == {"random", "medium", "expert", "mixed"}
     # the run's own test quality reproduces its final meta-test exactly
     final = json.loads((tiny_run / "eval.json").read_text())["test_return_mean"]
     assert shift["shift"][shift["train_quality"]]["mean"] == final
+    paper_final = json.loads((tiny_run / "eval.json").read_text())["paper_return_mean"]
+    assert shift["shift"][shift["train_quality"]]["paper_mean"] == paper_final
     ood = results["ood_context"]
     assert ood["ood_applies"] and ood["in_distribution"] == final
     assert set(ood["donors"]) == {str(t) for t in range(80, 100)}  # the test tasks
