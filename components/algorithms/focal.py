@@ -60,6 +60,12 @@ from registry import FocalppError, RecipeError, RunContext, entry_of, get, regis
 from registry.validation import at_least
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
+# progress p in [0, 1] -> learning-rate factor before the floor
+LR_DECAYS = {
+    None: lambda p: 1.0,
+    "linear": lambda p: 1.0 - p,
+    "cosine": lambda p: 0.5 * (1.0 + math.cos(math.pi * p)),
+}
 
 
 class TrainingDiverged(FocalppError):
@@ -108,6 +114,10 @@ class FocalTrainer:
         dataset_tag: dataset variant whose collection settings differ from the default ones
             (scales that change them set it, e.g. 'paper'): `<protocol>-s<seed>-<tag>`.
         progress: show a progress bar.
+        lr_decay: None (constant learning rates), or 'cosine' / 'linear': every optimiser's
+            learning rate falls from its set value to `lr_floor` times it over the schedule
+            (a function of the step, so resume stays exact).
+        lr_floor: the final fraction of each learning rate under `lr_decay`.
         precision: 'fp32', or 'bf16' for bfloat16 autocast of the training step (faster where
             the device has bf16 matrix units; docs/PERFORMANCE.md has measurements).
         compile: `torch.compile` the encoder's and the agent's networks (in place: checkpoint
@@ -144,6 +154,8 @@ class FocalTrainer:
         data_root: str | None = None,
         dataset_tag: str | None = None,
         progress: bool = True,
+        lr_decay: str | None = None,
+        lr_floor: float = 0.0,
         precision: str = "fp32",
         compile: bool = False,
     ):
@@ -168,6 +180,14 @@ class FocalTrainer:
         self.meta_batch, self.context_batch, self.rl_batch = meta_batch, context_batch, rl_batch
         self.tasks_with_replacement, self.detach_z = tasks_with_replacement, detach_z
         self.show_progress = progress
+        if lr_decay not in LR_DECAYS:
+            raise RecipeError(
+                f"focal.lr_decay = {lr_decay!r}: expected None or one of "
+                f"{sorted(k for k in LR_DECAYS if k)}"
+            )
+        if not 0.0 <= lr_floor <= 1.0:
+            raise RecipeError(f"focal.lr_floor = {lr_floor}: expected a fraction in [0, 1]")
+        self.lr_decay, self.lr_floor = lr_decay, lr_floor
         if precision not in PRECISIONS:
             raise RecipeError(
                 f"focal.precision = {precision!r}: expected one of {sorted(PRECISIONS)}"
@@ -231,6 +251,9 @@ class FocalTrainer:
             obs_dim=self.family.obs_dim, act_dim=self.family.act_dim, latent_dim=latent_dim
         ).to(self.device)
         self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=encoder_lr)
+        for opt in self.optimizers():
+            for group in opt.param_groups:
+                group.setdefault("base_lr", group["lr"])
         self.evaluator = evaluator()
         self.step = 0
         if compile:
@@ -295,6 +318,19 @@ class FocalTrainer:
         """The training step's numeric precision (a no-op context for fp32)."""
         dtype = PRECISIONS[self.precision]
         return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
+
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.encoder_opt, *self.agent.optimizers().values()]
+
+    def set_learning_rates(self) -> None:
+        """Every optimiser's learning rate for the coming step under `lr_decay`."""
+        if self.lr_decay is None:
+            return
+        decay = LR_DECAYS[self.lr_decay](self.step / self.steps)
+        factor = self.lr_floor + (1.0 - self.lr_floor) * decay
+        for opt in self.optimizers():
+            for group in opt.param_groups:
+                group["lr"] = group["base_lr"] * factor
 
     def train_step(self) -> dict[str, torch.Tensor]:
         tasks = self.train.sample_tasks(self.meta_batch, replace=self.tasks_with_replacement)
@@ -421,6 +457,7 @@ class FocalTrainer:
                             f"{stop.requested} at step {self.step}: checkpoint written; "
                             f"continue with: python tools/run.py --resume {run_dir}"
                         )
+                    self.set_learning_rates()
                     with self.autocast():
                         metrics = self.train_step()
                     self.step += 1

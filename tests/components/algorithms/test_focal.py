@@ -167,3 +167,32 @@ def test_asking_for_cuda_without_a_gpu_is_a_clear_error(tmp_path):
 def test_unknown_device_is_rejected(tmp_path):
     result = cli("run", "--recipe", "focal.gin", "--device", "tpu", "--dry-run")
     assert result.returncode == 2 and "experiment.device" in result.stderr
+
+
+@pytest.mark.parametrize(("decay", "middle"), [("linear", 0.55), ("cosine", 0.55)])
+def test_learning_rates_decay_to_their_floor(decay, middle, tiny_data, tmp_path):
+    """Every optimiser starts at its own rate and ends at lr_floor of it; half-way both
+    schedules stand at floor + (1 − floor)/2."""
+    _, trainer = run_row(
+        "focal.gin",
+        "sparse_point_robot",
+        tiny_data,
+        tmp_path / "run",
+        bindings=(*TINY, f"focal.lr_decay = '{decay}'", "focal.lr_floor = 0.1"),
+        train=False,
+    )
+    base = [g["lr"] for opt in trainer.optimizers() for g in opt.param_groups]
+    assert len(set(base)) > 1  # encoder 1e-3, critics 3e-3, divergence 1e-4 ...
+
+    def rates():
+        return [g["lr"] for opt in trainer.optimizers() for g in opt.param_groups]
+
+    for step, factor in ((0, 1.0), (1, middle), (2, 0.1)):
+        trainer.step = step
+        trainer.set_learning_rates()
+        assert rates() == pytest.approx([b * factor for b in base])
+
+
+def test_an_unknown_learning_rate_decay_is_refused(tiny_data, tmp_path):
+    with pytest.raises(RecipeError, match=r"lr_decay = 'step'.*'cosine', 'linear'"):
+        build_row("focal.gin", tiny_data, tmp_path, "focal.lr_decay = 'step'")
