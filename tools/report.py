@@ -288,11 +288,10 @@ def variance_table(grouped) -> Report | None:
         ]
         if values:
             paper = TABLE2.get((env, recipe_stem(group[0])))
-            ratios = [
-                r["analysis"]["task_vectors"]["variance_ratio"]
-                for r in group
-                if "task_vectors" in r["analysis"]
-            ]
+            found = [r["analysis"].get("task_vectors") for r in group]
+            found = [f for f in found if f]
+            ratios = [f["variance_ratio"] for f in found]
+            sizes = sorted({f["context_size"] for f in found})
             rows.append(
                 (
                     env,
@@ -301,7 +300,7 @@ def variance_table(grouped) -> Report | None:
                     seeds(group),
                     spread(values, ".2e"),
                     f"{paper:.2e}" if paper else "-",
-                    spread(ratios, ".1e") if ratios else "-",
+                    spread(ratios, ".1e") + f" (context {sizes[0]})" if len(sizes) == 1 else "-",
                 )
             )
     columns = (
@@ -311,7 +310,7 @@ def variance_table(grouped) -> Report | None:
         "seeds",
         "embedding variance",
         "paper",
-        "within/between (scale-free)",
+        "within/between task variance (scale-free)",
     )
     return (
         Report("Table 2: embedding variance over context batches", columns, rows) if rows else None

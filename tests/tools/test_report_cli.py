@@ -107,7 +107,8 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
     ]
     assert f"{np.mean(variances):.2e} ± {np.std(variances):.2e}" in row
     # the paper's number for this row and env, then the scale-free ratio
-    assert row.endswith(f"| 7.73e-05 | {np.mean(ratios):.1e} ± {np.std(ratios):.1e} |")
+    ratio = f"{np.mean(ratios):.1e} ± {np.std(ratios):.1e} (context 256)"
+    assert row.endswith(f"| 7.73e-05 | {ratio} |")
     assert "### Task vectors" in result.stdout
     # Table 3: one row per test-context quality, the paper's column "-" for this row
     shift_rows = [
