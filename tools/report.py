@@ -241,8 +241,10 @@ def task_vector_table(grouped) -> Report | None:
 
         holding = [f.get("holding_error") for f in found]
         hold = {
-            k: spread([h[k] for h in holding]) if None not in holding and k in holding[0] else "-"
-            for k in ("distance", "angle")
+            k: spread([h[k] for h in holding], digits)
+            if None not in holding and k in holding[0]
+            else "-"
+            for k, digits in (("distance", ".3f"), ("angle", ".2f"))
         }
         rows.append(
             (
@@ -490,7 +492,7 @@ def _curves(grouped, out_dir: Path, key: str, ylabel: str, stem: str) -> list[Pa
                     x,
                     mean,
                     std,
-                    title=f"{env} ({scale}): meta-test {ylabel}, mean ± std over seeds",
+                    title=f"{env} ({scale}): {ylabel} ± std over seeds",
                     xlabel="gradient steps",
                     ylabel=ylabel,
                     path=out_dir / f"{stem}-{env}-{scale}.png",
