@@ -24,7 +24,8 @@ from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.data.store import QualityData
 from components.envs.family import EnvFamily
-from components.evaluation.ceiling import ceiling, rollout
+from components.evaluation.ceiling import ceiling
+from components.evaluation.episodes import agent_policy, rollout
 from components.evaluation.modes import eval_mode
 from registry import register
 from registry.validation import at_least
@@ -152,7 +153,7 @@ class MetaTest:
             for size in sizes:
                 with torch.no_grad():
                     z = encoder(context[:, :size]).mean  # [N, Z]
-                per_episode.append(rollout(family, env, self._policy(z, act, device), seed=seed))
+                per_episode.append(rollout(family, env, agent_policy(act, z, device), seed=seed))
         last = per_episode[-1]
         n = len(tasks)
         curve = []
@@ -188,15 +189,6 @@ class MetaTest:
             all_tasks = family.all_tasks()
             self._env = (key, family.make_batched([all_tasks[i] for i in task_ids]))
         return self._env[1]
-
-    @staticmethod
-    def _policy(z: torch.Tensor, act, device: torch.device):
-        """The agent as a numpy policy of the batched environment, z fixed per row."""
-
-        def policy(obs: np.ndarray) -> np.ndarray:
-            return act(torch.as_tensor(obs, dtype=torch.float32, device=device), z).cpu().numpy()
-
-        return policy
 
     def close(self) -> None:
         if self._env is not None:

@@ -28,6 +28,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from components.data.sampler import TensorSampler
+from components.evaluation.episodes import agent_policy, rollout
 from components.evaluation.modes import eval_mode
 from registry import register
 from registry.validation import at_least
@@ -97,7 +98,6 @@ def encode_draws(encoder, sampler: TensorSampler, layout, *, draws: int, size: i
     return z.cpu().numpy()
 
 
-@torch.no_grad()
 def holding_errors(trained, z: np.ndarray, *, last: int) -> dict[str, float] | None:
     """Roll the policy out once per test task and context draw (z [D, T, Z]) and average the
     family's holding errors over the episode's `last` steps; None for non-goal families."""
@@ -108,23 +108,21 @@ def holding_errors(trained, z: np.ndarray, *, last: int) -> dict[str, float] | N
     vectors = family.task_vectors(tasks)
     if family.holding_error(np.zeros((len(tasks), family.obs_dim)), vectors) is None:
         return None
-    env = family.make_batched(tasks)
-    device = trained.device
-    flat = torch.as_tensor(z.reshape(draws * n_tasks, -1), device=device)
+    flat = torch.as_tensor(z.reshape(draws * n_tasks, -1), device=trained.device)
     sums: dict[str, np.ndarray] = {}
     counts = np.zeros(len(tasks))
+
+    def observe(t: int, step) -> None:
+        if t >= family.horizon - last:
+            alive = step.alive.astype(float)
+            for name, value in family.holding_error(step.obs, vectors).items():
+                sums[name] = sums.get(name, 0.0) + value * alive
+            counts[:] += alive
+
+    env = family.make_batched(tasks)
     try:
-        obs = env.reset(seed=trained.run_context.seed)
-        for t in range(env.horizon):
-            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
-            action = trained.agent.act(obs_t, flat)
-            step = env.step(action.cpu().numpy())
-            obs = step.obs
-            if t >= env.horizon - last:
-                alive = step.alive.astype(float)
-                for name, value in family.holding_error(obs, vectors).items():
-                    sums[name] = sums.get(name, 0.0) + value * alive
-                counts += alive
+        policy = agent_policy(trained.agent.act, flat, trained.device)
+        rollout(family, env, policy, seed=trained.run_context.seed, observe=observe)
     finally:
         env.close()
     counts = np.maximum(counts, 1)

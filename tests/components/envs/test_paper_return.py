@@ -7,7 +7,8 @@ import pytest
 
 import components.envs  # noqa: F401  (registers the families)
 from components.envs.sparse import inside_bonus, paper_sparsify, sparsify
-from components.evaluation.ceiling import ceiling, rollout
+from components.evaluation.ceiling import ceiling
+from components.evaluation.episodes import rollout
 from registry import get
 
 

@@ -1,0 +1,78 @@
+"""One lockstep episode of a batched environment, scored by every reward formula of its family.
+
+Shared by the meta-test (the agent's episodes), the ceilings (an oracle's) and the task-vector
+analysis (which also watches the states). Sparse returns are computed from the dense rewards by
+the family's formulas (components.envs.sparse), so they cannot disagree with what was paid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from components.envs.batched import BatchStep
+from components.envs.family import EnvFamily
+
+Policy = Callable[[np.ndarray], np.ndarray]  # observations [N, F] -> actions [N, A]
+
+
+@dataclass(frozen=True)
+class Returns:
+    """Per-task returns of one episode under each formula, [N] each; `sparse` and `paper` are
+    None on a dense family."""
+
+    dense: np.ndarray
+    sparse: np.ndarray | None
+    paper: np.ndarray | None
+
+    def means(self) -> dict[str, float]:
+        """Mean over tasks per formula (only the formulas the family has)."""
+        out = {"dense": float(self.dense.mean())}
+        if self.sparse is not None:
+            out["sparse"] = float(self.sparse.mean())
+        if self.paper is not None:
+            out["paper"] = float(self.paper.mean())
+        return out
+
+
+def rollout(
+    family: EnvFamily,
+    env,
+    policy: Policy,
+    seed: int | None = None,
+    observe: Callable[[int, BatchStep], None] | None = None,
+) -> Returns:
+    """One lockstep episode of `env` under `policy`; `observe(t, step)`, if given, sees each
+    step (t = 0 first) as it happens."""
+    obs = env.reset(seed=seed)
+    dense = np.zeros(len(obs))
+    sparse = np.zeros(len(obs))
+    paper = np.zeros(len(obs))
+    sparse_family = family.goal_radius is not None
+    for t in range(env.horizon):
+        step = env.step(policy(obs))
+        if observe is not None:
+            observe(t, step)
+        dense += step.reward * step.alive
+        if sparse_family:
+            sparse += step.sparse_reward * step.alive
+            paper += family.paper_reward(step.reward) * step.alive
+        obs = step.obs
+        if not step.alive.any():
+            break
+    if not sparse_family:
+        return Returns(dense, None, None)
+    return Returns(dense, sparse, paper)
+
+
+def agent_policy(act, z: torch.Tensor, device: torch.device) -> Policy:
+    """The agent's `act(obs, z)` as a numpy policy of a batched environment, z fixed per row."""
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return act(torch.as_tensor(obs, dtype=torch.float32, device=device), z).cpu().numpy()
+
+    return policy
