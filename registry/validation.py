@@ -4,7 +4,9 @@ gin passes a bound value through untouched, so `focal.steps = 'many'` would only
 inside training. Checking the parsed configuration against the constructors' annotations turns
 it into one message naming the binding, the value and the type expected. Annotations this
 module cannot judge (classes of other libraries, Any, unresolvable strings) are not checked;
-references (`@name`, `%macro`) are left to gin.
+references (`@name`, `%macro`) are left to gin. Ranges written into annotations
+(`registry.constraints`: `PositiveInt`, `Widths`, ...) are checked here too, and by
+`check_arguments` when a constructor is called from Python: one declaration, both paths.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import gin
 import gin.config
 
+from registry.constraints import Range
 from registry.core import entry_of
 from registry.errors import RecipeError
 
@@ -36,20 +39,55 @@ def check_bindings() -> None:
         short = selector.rsplit(".", 1)[-1]
         for name, value in params.items():
             _check_kind(f"{where}{short}.{name}", value, defaults.get(name))
-            if name not in hints or _accepts(value, hints[name]) is not False:
-                continue
-            raise RecipeError(
-                f"{where}{short}.{name} = {value!r}: expected {_describe(hints[name])}, got "
-                f"{type(value).__name__} (check the recipe files and --gin_param bindings)"
-            )
+            if name in hints:
+                _check_value(f"{where}{short}.{name}", value, hints[name], _BINDING_HINT)
 
 
-def at_least(owner: str, **values: tuple[float, float]) -> None:
-    """Range checks for a constructor: `at_least("focal", steps=(steps, 1))` raises a
-    RecipeError naming `focal.steps` when steps < 1."""
-    for name, (value, low) in values.items():
-        if value < low:
-            raise RecipeError(f"{owner}.{name} = {value!r}: must be ≥ {low}")
+def check_arguments(owner: str, function: Any, values: dict[str, Any]) -> None:
+    """The range check of `check_bindings` for a constructor called from Python:
+    `check_arguments("focal", FocalTrainer.__init__, locals())` raises a RecipeError naming
+    `focal.steps` when `steps` is outside what its annotation allows."""
+    hints = _annotations(function)
+    for name, value in values.items():
+        if name in hints and _ranges(hints[name]):
+            _check_value(f"{owner}.{name}", value, hints[name], "")
+
+
+_BINDING_HINT = " (check the recipe files and --gin_param bindings)"
+
+
+def _check_value(binding: str, value: Any, annotation: Any, hint: str) -> None:
+    if _accepts(value, annotation) is not False:
+        return
+    wrong_type = _accepts(value, _strip(annotation)) is False
+    got = f", got {type(value).__name__}" if wrong_type else ""
+    raise RecipeError(f"{binding} = {value!r}: expected {_describe(annotation)}{got}{hint}")
+
+
+def _ranges(annotation: Any) -> list[Range]:
+    """Every Range inside an annotation (nested in tuples and unions too)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        meta = annotation.__metadata__
+        return [m for m in meta if isinstance(m, Range)] + _ranges(annotation.__origin__)
+    return [r for a in typing.get_args(annotation) for r in _ranges(a)]
+
+
+def _strip(annotation: Any) -> Any:
+    """The annotation without its ranges (to tell a wrong type from a value out of range)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _strip(annotation.__origin__)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if not args or origin is None or origin is typing.Literal:
+        return annotation
+    stripped = tuple(_strip(a) if a is not Ellipsis else a for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[stripped]  # noqa: UP007 (built from a tuple)
+    try:
+        return (
+            annotation.copy_with(stripped) if hasattr(annotation, "copy_with") else origin[stripped]
+        )
+    except TypeError:
+        return annotation
 
 
 def _check_kind(binding: str, value: Any, default: Any) -> None:
@@ -103,6 +141,12 @@ def _accepts(value: Any, annotation: Any) -> bool | None:
     if _is_reference(value) or annotation is Any:
         return UNKNOWN
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        answer = _accepts(value, annotation.__origin__)
+        ranges = [m for m in annotation.__metadata__ if isinstance(m, Range)]
+        if answer is True and not all(r.holds(value) for r in ranges):
+            return False
+        return answer
     if origin in (typing.Union, types.UnionType):
         answers = [_accepts(value, a) for a in args]
         return True if True in answers else (UNKNOWN if UNKNOWN in answers else False)
@@ -151,6 +195,11 @@ def _is_reference(value: Any) -> bool:
 
 def _describe(annotation: Any) -> str:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        ranges = " and ".join(m.describe() for m in annotation.__metadata__ if isinstance(m, Range))
+        base = _describe(annotation.__origin__)
+        finite = "a finite " if annotation.__origin__ is float else ""
+        return f"{finite}{base} {ranges}".strip()
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_describe(a) for a in args)
     if annotation is type(None):

@@ -57,7 +57,8 @@ from components.reporting.run_dir import atomic_torch_save, atomic_write_text
 from components.rl.brac import BRAC
 from components.runtime import resolve_device
 from registry import FocalppError, RecipeError, RunContext, entry_of, get, register
-from registry.validation import at_least
+from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt
+from registry.validation import check_arguments
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
 # progress p in [0, 1] -> learning-rate factor before the floor
@@ -135,43 +136,31 @@ class FocalTrainer:
         data_seed: int = 0,
         encoder: Callable[..., torch.nn.Module] = ContextEncoder,
         objective: Callable[..., torch.nn.Module] | None = FocalDML,
-        key_momentum: float | None = None,
+        key_momentum: Fraction | None = None,
         agent: Callable[..., BRAC] = BRAC,
         evaluator: Callable[..., MetaTest] = MetaTest,
-        latent_dim: int = 5,
-        meta_batch: int = 16,
+        latent_dim: PositiveInt = 5,
+        meta_batch: PositiveInt = 16,
         tasks_with_replacement: bool = True,
-        context_batch: int = 512,
+        context_batch: PositiveInt = 512,
         context_replace: bool = True,
-        rl_batch: int = 256,
-        steps: int = 100_000,
-        encoder_lr: float = 1e-3,
+        rl_batch: PositiveInt = 256,
+        steps: PositiveInt = 100_000,
+        encoder_lr: PositiveFloat = 1e-3,
         context_next_obs: bool = True,
         detach_z: bool = True,
-        eval_every: int = 10_000,
-        log_every: int = 100,
-        checkpoint_every: int = 1000,
+        eval_every: Count = 10_000,
+        log_every: PositiveInt = 100,
+        checkpoint_every: Count = 1000,
         data_root: str | None = None,
         dataset_tag: str | None = None,
         progress: bool = True,
         lr_decay: str | None = None,
-        lr_floor: float = 0.0,
+        lr_floor: Fraction = 0.0,
         precision: str = "fp32",
         compile: bool = False,
     ):
-        at_least(
-            "focal",
-            steps=(steps, 1),
-            meta_batch=(meta_batch, 1),
-            context_batch=(context_batch, 1),
-            rl_batch=(rl_batch, 1),
-            latent_dim=(latent_dim, 1),
-            log_every=(log_every, 1),
-            eval_every=(eval_every, 0),
-            checkpoint_every=(checkpoint_every, 0),
-        )
-        if not encoder_lr > 0:
-            raise RecipeError(f"focal.encoder_lr = {encoder_lr}: must be positive")
+        check_arguments("focal", FocalTrainer.__init__, locals())
         self.run_context = run
         self.context_replace = context_replace
         self.device = resolve_device(run.device)
@@ -185,8 +174,6 @@ class FocalTrainer:
                 f"focal.lr_decay = {lr_decay!r}: expected None or one of "
                 f"{sorted(k for k in LR_DECAYS if k)}"
             )
-        if not 0.0 <= lr_floor <= 1.0:
-            raise RecipeError(f"focal.lr_floor = {lr_floor}: expected a fraction in [0, 1]")
         self.lr_decay, self.lr_floor = lr_decay, lr_floor
         if precision not in PRECISIONS:
             raise RecipeError(

@@ -37,7 +37,8 @@ from components.objectives.triplet import Triplet
 from components.rl.bcq import BCQ
 from components.rl.task_models import TaskModels
 from registry import RecipeError, RunContext, register
-from registry.validation import at_least
+from registry.constraints import Count
+from registry.validation import check_arguments
 
 
 @register("algorithm", "mbml")
@@ -57,13 +58,13 @@ class MBMLTrainer(FocalTrainer):
         self,
         *,
         run: RunContext,
-        teacher_steps: int = 10_000,
+        teacher_steps: Count = 10_000,
         teacher: Callable[..., BCQ] = BCQ,
         student: Callable[..., BCQ] = BCQ,
         models: Callable[..., TaskModels] = TaskModels,
         metric: Callable[..., torch.nn.Module] = Triplet,
     ):
-        at_least("mbml", teacher_steps=(teacher_steps, 0))
+        check_arguments("mbml", MBMLTrainer.__init__, locals())
         super().__init__(
             run=run,
             agent=student,

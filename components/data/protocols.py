@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
@@ -27,6 +27,7 @@ from components.data.transitions import FIELDS, Transitions
 from components.envs.family import EnvFamily
 from components.rl.sac import TaskBatchedSAC
 from registry import register
+from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt, Range, Widths
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,15 @@ class BehaviourSettings:
         reward_scale: multiplies rewards in the critic target.
     """
 
-    env_steps: int = 4_000
-    start_steps: int = 200
-    batch_size: int = 64
-    hidden: tuple[int, ...] = (64, 64)
-    lr: float = 3e-3
-    final_lr_fraction: float = 0.05
-    discount: float = 0.9
+    env_steps: PositiveInt = 4_000
+    start_steps: Count = 200
+    batch_size: PositiveInt = 64
+    hidden: Widths = (64, 64)
+    lr: PositiveFloat = 3e-3
+    final_lr_fraction: Fraction = 0.05
+    discount: Fraction = 0.9
     target_entropy: float | None = -6.0
-    reward_scale: float = 1.0
+    reward_scale: PositiveFloat = 1.0
 
     def agent(self, family: EnvFamily, n_tasks: int) -> TaskBatchedSAC:
         return TaskBatchedSAC(
@@ -156,8 +157,8 @@ class CheckpointRollouts(_Protocol):
         self,
         *,
         behaviour: BehaviourSettings | None = None,
-        checkpoints: int = 11,
-        episodes: int = 50,
+        checkpoints: Annotated[int, Range(low=2)] = 11,
+        episodes: PositiveInt = 50,
     ):
         self.behaviour = behaviour if behaviour is not None else BehaviourSettings()
         if checkpoints < 3:

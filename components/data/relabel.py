@@ -19,6 +19,7 @@ from components.data.transitions import Transitions
 from components.envs.family import EnvFamily
 from components.envs.sparse import sparsify
 from registry import register
+from registry.constraints import PositiveInt
 
 
 @register("dataset", "relabeled")
@@ -31,7 +32,9 @@ class Relabeled:
         goal_radius: sparse-reward radius of the relabeled data (paper: −0.5).
     """
 
-    def __init__(self, *, source: Any = None, pool_size: int = 10_000, goal_radius: float = -0.5):
+    def __init__(
+        self, *, source: Any = None, pool_size: PositiveInt = 10_000, goal_radius: float = -0.5
+    ):
         self.source = source if source is not None else CheckpointRollouts()
         self.pool_size, self.goal_radius = pool_size, goal_radius
 

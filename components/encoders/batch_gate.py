@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from registry import register
+from registry.constraints import PositiveInt
 
 
 @register("attention", "batch_gate")
@@ -26,7 +27,7 @@ class BatchGate(nn.Module):
         reduction: hidden width = max(4, 2Z / reduction) (paper: reduction 16).
     """
 
-    def __init__(self, *, latent_dim: int, reduction: int = 16):
+    def __init__(self, *, latent_dim: int, reduction: PositiveInt = 16):
         super().__init__()
         hidden = max(4, 2 * latent_dim // reduction)
         self.score = nn.Sequential(

@@ -8,6 +8,8 @@ import torch
 from torch import nn
 
 from registry import register
+from registry.constraints import Widths
+from registry.validation import check_arguments
 
 
 @register("encoder", "mlp_encoder")
@@ -28,10 +30,11 @@ class MLPEncoder(nn.Module):
         *,
         sizes: Sequence[int],
         latent_dim: int,
-        hidden: Sequence[int] = (200, 200, 200),
+        hidden: Widths = (200, 200, 200),
         squash: bool = True,
     ):
         super().__init__()
+        check_arguments("mlp_encoder", MLPEncoder.__init__, {"hidden": hidden})
         input_dim = sum(sizes)
         layers: list[nn.Module] = []
         for size in hidden:

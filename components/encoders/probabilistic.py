@@ -18,6 +18,7 @@ from torch import nn
 from components.encoders.encoded import Encoded
 from components.encoders.mlp import MLPEncoder
 from registry import register
+from registry.constraints import NonNegativeFloat, PositiveFloat
 
 
 def gaussian_product(
@@ -57,8 +58,8 @@ class ProbabilisticEncoder(nn.Module):
         sizes: Sequence[int],
         latent_dim: int,
         transition: Callable[..., nn.Module] = MLPEncoder,
-        kl_weight: float = 0.1,
-        min_variance: float = 1e-7,
+        kl_weight: NonNegativeFloat = 0.1,
+        min_variance: PositiveFloat = 1e-7,
     ):
         super().__init__()
         self.transition = transition(sizes=sizes, latent_dim=2 * latent_dim)

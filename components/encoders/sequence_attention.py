@@ -16,6 +16,7 @@ from torch import nn
 
 from components.encoders.tokenizers import ComponentTokenizer
 from registry import register
+from registry.constraints import Fraction, PositiveInt
 
 
 @register("encoder", "sequence_attention")
@@ -38,10 +39,10 @@ class SequenceAttentionEncoder(nn.Module):
         sizes: Sequence[int],
         latent_dim: int,
         tokenizer: Callable[..., nn.Module] = ComponentTokenizer,
-        d_model: int = 128,
-        heads: int = 8,
-        blocks: int = 3,
-        dropout: float = 0.1,
+        d_model: PositiveInt = 128,
+        heads: PositiveInt = 8,
+        blocks: PositiveInt = 3,
+        dropout: Fraction = 0.1,
     ):
         super().__init__()
         self.tokenizer = tokenizer(sizes=sizes, d_model=d_model)

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from registry import register
+from registry.constraints import PositiveInt
 
 
 @register("tokenizer", "scalar_tokens")
@@ -23,7 +24,7 @@ class ScalarTokenizer(nn.Module):
         d_model: token width D.
     """
 
-    def __init__(self, *, sizes: Sequence[int], d_model: int = 128):
+    def __init__(self, *, sizes: Sequence[int], d_model: PositiveInt = 128):
         super().__init__()
         n = sum(sizes)
         self.direction = nn.Parameter(torch.randn(n, d_model) / d_model**0.5)
@@ -42,7 +43,7 @@ class ComponentTokenizer(nn.Module):
         d_model: token width D.
     """
 
-    def __init__(self, *, sizes: Sequence[int], d_model: int = 128):
+    def __init__(self, *, sizes: Sequence[int], d_model: PositiveInt = 128):
         super().__init__()
         self.sizes = list(sizes)
         self.project = nn.ModuleList(nn.Linear(size, d_model) for size in self.sizes)

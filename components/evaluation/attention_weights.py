@@ -22,6 +22,7 @@ from components.data.sampler import TensorSampler
 from components.evaluation.modes import eval_mode
 from components.reporting.figures import densities as density_figure
 from registry import register
+from registry.constraints import PositiveInt
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class AttentionWeights:
         """ROC AUC of the weights for rewarded vs unrewarded; None if one class is missing."""
         return weights_auc(self.weights, self.rewarded)
 
-    def densities(self, bins: int = 50) -> dict[str, np.ndarray]:
+    def densities(self, bins: PositiveInt = 50) -> dict[str, np.ndarray]:
         """Histogram densities of the weights of each class on shared bin edges."""
         edges = np.histogram_bin_edges(self.weights, bins=bins)
         out = {"edges": edges}
@@ -60,7 +61,7 @@ def attention_weights(
     layout: ContextLayout,
     *,
     context_batch: int,
-    draws: int = 4,
+    draws: PositiveInt = 4,
 ) -> AttentionWeights:
     """The encoder's batch weights on `draws` context batches of every task of `sampler`,
     labelled by whether each transition's sparse reward is non-zero."""
@@ -84,7 +85,7 @@ class AttentionAnalysis:
         bins: histogram bins of the densities.
     """
 
-    def __init__(self, *, draws: int = 4, bins: int = 50):
+    def __init__(self, *, draws: PositiveInt = 4, bins: PositiveInt = 50):
         self.draws, self.bins = draws, bins
 
     def __call__(self, trained, figures: Path) -> dict:

@@ -18,6 +18,7 @@ from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.evaluation.modes import eval_mode
 from registry import register
+from registry.constraints import PositiveInt
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def embedding_variance(
     layout: ContextLayout,
     *,
     context_batch: int,
-    draws: int = 32,
+    draws: PositiveInt = 32,
 ) -> EmbeddingVariance:
     """Variance of task vectors over `draws` context batches of every task of `sampler`."""
     if draws < 2:
@@ -62,7 +63,7 @@ class VarianceAnalysis:
         draws: context batches per task (of the run's context batch size).
     """
 
-    def __init__(self, *, draws: int = 32):
+    def __init__(self, *, draws: PositiveInt = 32):
         self.draws = draws
 
     def __call__(self, trained, figures: Path) -> dict:

@@ -28,7 +28,8 @@ from components.evaluation.ceiling import ceiling
 from components.evaluation.episodes import agent_policy, rollout
 from components.evaluation.modes import eval_mode
 from registry import register
-from registry.validation import at_least
+from registry.constraints import PositiveInt
+from registry.validation import check_arguments
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,10 @@ class MetaTest:
         curve: roll out every episode of the growing context, not only the last.
     """
 
-    def __init__(self, *, runs: int = 3, context_transitions: int = 400, curve: bool = False):
-        at_least("meta_test", runs=(runs, 1), context_transitions=(context_transitions, 1))
+    def __init__(
+        self, *, runs: PositiveInt = 3, context_transitions: PositiveInt = 400, curve: bool = False
+    ):
+        check_arguments("meta_test", MetaTest.__init__, locals())
         self.runs, self.context_transitions, self.curve = runs, context_transitions, curve
         self._env: Any = None
         self._ceiling: tuple[tuple[int, ...], dict[str, float] | None] | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
@@ -31,7 +32,8 @@ from components.data.sampler import TensorSampler
 from components.evaluation.episodes import agent_policy, rollout
 from components.evaluation.modes import eval_mode
 from registry import register
-from registry.validation import at_least
+from registry.constraints import PositiveFloat, PositiveInt, Range
+from registry.validation import check_arguments
 
 
 def decoding_error(
@@ -144,19 +146,12 @@ class TaskVectorAnalysis:
     def __init__(
         self,
         *,
-        context_size: int = 256,
-        draws: int = 16,
-        ridge_alpha: float = 1e-3,
-        holding_steps: int = 5,
+        context_size: PositiveInt = 256,
+        draws: Annotated[int, Range(low=2)] = 16,
+        ridge_alpha: PositiveFloat = 1e-3,
+        holding_steps: PositiveInt = 5,
     ):
-        at_least(
-            "task_vectors",
-            context_size=(context_size, 1),
-            draws=(draws, 2),
-            holding_steps=(holding_steps, 1),
-        )
-        if not ridge_alpha > 0:
-            raise ValueError(f"task_vectors.ridge_alpha = {ridge_alpha}: must be positive")
+        check_arguments("task_vectors", TaskVectorAnalysis.__init__, locals())
         self.context_size, self.draws = context_size, draws
         self.ridge_alpha, self.holding_steps = ridge_alpha, holding_steps
 

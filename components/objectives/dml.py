@@ -14,6 +14,7 @@ from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
 from registry import register
+from registry.constraints import NonNegativeFloat, PositiveFloat
 
 
 @register("objective", "focal_dml")
@@ -32,10 +33,10 @@ class FocalDML(nn.Module):
         self,
         *,
         form: str = "reference",
-        weight: float = 1.0,
-        beta: float = 1.0,
-        n: float = 2.0,
-        eps: float = 0.1,
+        weight: NonNegativeFloat = 1.0,
+        beta: PositiveFloat = 1.0,
+        n: PositiveFloat = 2.0,
+        eps: PositiveFloat = 0.1,
     ):
         super().__init__()
         if form not in ("reference", "paper"):

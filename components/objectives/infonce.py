@@ -13,6 +13,8 @@ from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
 from registry import RecipeError, register
+from registry.constraints import PositiveFloat
+from registry.validation import check_arguments
 
 
 @register("objective", "infonce")
@@ -25,10 +27,9 @@ class TransitionInfoNCE(nn.Module):
 
     needs_key = True  # the algorithm must provide a momentum key encoder
 
-    def __init__(self, *, temperature: float = 0.5):
+    def __init__(self, *, temperature: PositiveFloat = 0.5):
         super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"infonce.temperature must be positive, got {temperature}")
+        check_arguments("infonce", type(self).__init__, {"temperature": temperature})
         self.temperature = temperature
 
     def forward(self, emb: TaskEmbeddings) -> dict[str, torch.Tensor]:

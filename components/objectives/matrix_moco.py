@@ -11,6 +11,8 @@ from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
 from registry import RecipeError, register
+from registry.constraints import PositiveFloat
+from registry.validation import check_arguments
 
 
 @register("objective", "matrix_moco")
@@ -27,10 +29,9 @@ class MatrixMoCo(nn.Module):
 
     needs_key = True  # the algorithm must provide a momentum key encoder
 
-    def __init__(self, *, temperature: float = 0.5, reduction: str = "sum"):
+    def __init__(self, *, temperature: PositiveFloat = 0.5, reduction: str = "sum"):
         super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"matrix_moco.temperature must be positive, got {temperature}")
+        check_arguments("matrix_moco", type(self).__init__, {"temperature": temperature})
         if reduction not in ("sum", "mean"):
             raise ValueError(f"matrix_moco.reduction must be 'sum' or 'mean', got {reduction!r}")
         self.temperature, self.reduction = temperature, reduction

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from registry import register
+from registry.constraints import NonNegativeFloat
 
 
 def triplet_loss(
@@ -31,7 +32,7 @@ class Triplet(nn.Module):
         margin: the distance margin (squared distances).
     """
 
-    def __init__(self, *, margin: float = 1.0):
+    def __init__(self, *, margin: NonNegativeFloat = 1.0):
         super().__init__()
         self.margin = margin
 

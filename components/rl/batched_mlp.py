@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from registry import register
+from registry.constraints import Widths
+from registry.validation import check_arguments
 
 
 class BatchedLinear(nn.Module):
@@ -52,9 +53,10 @@ class BatchedMLP(nn.Module):
         n_models: int,
         in_features: int,
         out_features: int,
-        hidden: Sequence[int] = (64, 64),
+        hidden: Widths = (64, 64),
     ):
         super().__init__()
+        check_arguments("batched_mlp", BatchedMLP.__init__, {"hidden": hidden})
         sizes = [in_features, *hidden, out_features]
         self.layers = nn.ModuleList(
             BatchedLinear(n_models, a, b) for a, b in itertools.pairwise(sizes)

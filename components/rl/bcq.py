@@ -15,7 +15,6 @@ them (MBML's per-task teachers). Actions live in [−1, 1]^A.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -24,7 +23,15 @@ from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.networks import MLP
 from registry import register
-from registry.validation import at_least
+from registry.constraints import (
+    Count,
+    Fraction,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    Widths,
+)
+from registry.validation import check_arguments
 
 
 @register("agent", "bcq")
@@ -53,19 +60,19 @@ class BCQ(nn.Module):
         obs_dim: int,
         act_dim: int,
         latent_dim: int,
-        models: int = 0,
-        hidden: Sequence[int] = (400, 300),
-        vae_hidden: Sequence[int] = (750, 750),
-        lr: float = 1e-3,
-        discount: float = 0.99,
-        tau: float = 0.005,
-        reward_scale: float = 1.0,
-        max_perturbation: float = 0.05,
-        soft_clip: float = 0.75,
-        samples: int = 10,
+        models: Count = 0,
+        hidden: Widths = (400, 300),
+        vae_hidden: Widths = (750, 750),
+        lr: PositiveFloat = 1e-3,
+        discount: Fraction = 0.99,
+        tau: Fraction = 0.005,
+        reward_scale: PositiveFloat = 1.0,
+        max_perturbation: NonNegativeFloat = 0.05,
+        soft_clip: Fraction = 0.75,
+        samples: PositiveInt = 10,
     ):
         super().__init__()
-        at_least("bcq", models=(models, 0), samples=(samples, 1))
+        check_arguments("bcq", BCQ.__init__, locals())
         x_dim = obs_dim + latent_dim
         self.models, self.act_dim, self.vae_latent = models, act_dim, 2 * act_dim
         self.discount, self.tau, self.reward_scale = discount, tau, reward_scale

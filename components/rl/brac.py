@@ -13,7 +13,7 @@ Every network acts on the last dimension, so a meta-batch [T, B, ...] of all tas
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -23,6 +23,7 @@ from components.rl.batched_mlp import BatchedMLP
 from components.rl.divergence import DualKLCritic
 from components.rl.networks import MLP, TanhGaussianPolicy
 from registry import register
+from registry.constraints import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt, Widths
 
 
 @register("agent", "brac")
@@ -56,20 +57,20 @@ class BRAC(nn.Module):
         obs_dim: int,
         act_dim: int,
         latent_dim: int,
-        hidden: Sequence[int] = (256, 256, 256),
-        lr: float = 3e-4,
-        divergence_lr: float = 1e-4,
-        discount: float = 0.99,
-        tau: float = 0.005,
-        reward_scale: float = 5.0,
-        policy_mean_reg: float = 1e-3,
-        policy_std_reg: float = 1e-3,
-        alpha: float = 0.0,
+        hidden: Widths = (256, 256, 256),
+        lr: PositiveFloat = 3e-4,
+        divergence_lr: PositiveFloat = 1e-4,
+        discount: Fraction = 0.99,
+        tau: Fraction = 0.005,
+        reward_scale: PositiveFloat = 5.0,
+        policy_mean_reg: NonNegativeFloat = 1e-3,
+        policy_std_reg: NonNegativeFloat = 1e-3,
+        alpha: NonNegativeFloat = 0.0,
         target_divergence: float | None = None,
-        alpha_lr: float = 1e-3,
+        alpha_lr: PositiveFloat = 1e-3,
         value_penalty: bool = False,
         divergence: Callable[..., DualKLCritic] = DualKLCritic,
-        divergence_steps: int = 1,
+        divergence_steps: PositiveInt = 1,
         always_train_divergence: bool = False,
     ):
         super().__init__()

@@ -8,13 +8,12 @@ f(t) = t log t). The critic c maximises the right side over data actions (β) an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import nn
 
 from components.rl.networks import MLP
 from registry import register
+from registry.constraints import NonNegativeFloat, Widths
 
 PENALTIES = ("action_gradient", "value")
 
@@ -38,9 +37,9 @@ class DualKLCritic(nn.Module):
         *,
         in_features: int,
         act_dim: int,
-        hidden: Sequence[int] = (256, 256, 256),
+        hidden: Widths = (256, 256, 256),
         penalty: str = "action_gradient",
-        penalty_weight: float = 5.0,
+        penalty_weight: NonNegativeFloat = 5.0,
     ):
         super().__init__()
         if penalty not in PENALTIES:

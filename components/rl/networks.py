@@ -7,7 +7,6 @@ meta-batch, [N, F] for N evaluation environments) and one call serves every task
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -15,6 +14,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from registry import register
+from registry.constraints import Widths
+from registry.validation import check_arguments
 
 
 @register("network", "mlp")
@@ -27,10 +28,9 @@ class MLP(nn.Module):
         hidden: hidden layer sizes.
     """
 
-    def __init__(
-        self, *, in_features: int, out_features: int, hidden: Sequence[int] = (256, 256, 256)
-    ):
+    def __init__(self, *, in_features: int, out_features: int, hidden: Widths = (256, 256, 256)):
         super().__init__()
+        check_arguments("mlp", MLP.__init__, {"hidden": hidden})
         layers: list[nn.Module] = []
         size = in_features
         for width in hidden:
@@ -68,7 +68,7 @@ class TanhGaussianPolicy(nn.Module):
         *,
         in_features: int,
         act_dim: int,
-        hidden: Sequence[int] = (256, 256, 256),
+        hidden: Widths = (256, 256, 256),
         log_std_min: float = -20.0,
         log_std_max: float = 0.0,
     ):

@@ -17,6 +17,7 @@ from torch import nn
 from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
 from registry import register
+from registry.constraints import Fraction, PositiveFloat, Widths
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 
@@ -43,13 +44,13 @@ class TaskBatchedSAC(nn.Module):
         n_tasks: int,
         obs_dim: int,
         act_dim: int,
-        hidden: tuple[int, ...] = (64, 64),
-        lr: float = 3e-3,
-        discount: float = 0.9,
-        tau: float = 0.01,
-        init_temperature: float = 0.1,
+        hidden: Widths = (64, 64),
+        lr: PositiveFloat = 3e-3,
+        discount: Fraction = 0.9,
+        tau: Fraction = 0.01,
+        init_temperature: PositiveFloat = 0.1,
         target_entropy: float | None = None,
-        reward_scale: float = 1.0,
+        reward_scale: PositiveFloat = 1.0,
     ):
         super().__init__()
         self.n_tasks, self.act_dim = n_tasks, act_dim

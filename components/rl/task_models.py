@@ -7,14 +7,13 @@ predicts s′ (as s + Δ). K tasks' models are K independent MLPs evaluated at o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import nn
 
 from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
 from registry import register
+from registry.constraints import PositiveFloat, Widths
 
 
 @register("network", "task_models")
@@ -36,8 +35,8 @@ class TaskModels(nn.Module):
         obs_dim: int,
         act_dim: int,
         dynamics: bool,
-        hidden: Sequence[int] = (64, 64),
-        lr: float = 1e-3,
+        hidden: Widths = (64, 64),
+        lr: PositiveFloat = 1e-3,
     ):
         super().__init__()
         hidden = tuple(hidden)

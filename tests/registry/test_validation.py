@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -9,7 +10,8 @@ import gin
 import pytest
 
 from registry import RecipeError, register
-from registry.validation import _accepts, at_least, check_bindings
+from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt, Widths
+from registry.validation import _accepts, check_arguments, check_bindings
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,21 @@ from registry.validation import _accepts, at_least, check_bindings
         (len, Callable[..., int], True),
         (3, Callable[..., int], False),
         (object(), object, None),  # a class it cannot judge
+        (1, PositiveInt, True),
+        (0, PositiveInt, False),
+        (0, Count, True),
+        (-1, Count, False),
+        (1e-3, PositiveFloat, True),
+        (0.0, PositiveFloat, False),
+        (float("inf"), PositiveFloat, False),  # 1e999 in a recipe
+        (1.0, Fraction, True),
+        (1.5, Fraction, False),
+        ((64, 64), Widths, True),
+        ((), Widths, True),  # no hidden layer: a linear map
+        ((0,), Widths, False),
+        ((-4, 16), Widths, False),
+        (None, PositiveFloat | None, True),
+        (-1.0, PositiveFloat | None, False),
     ],
 )
 def test_accepts(value, annotation, expected):
@@ -81,7 +98,50 @@ def test_good_bindings_pass():
     check_bindings()
 
 
-def test_at_least_names_the_binding():
-    at_least("x", n=(1, 1), m=(0, 0))
-    with pytest.raises(RecipeError, match=r"x.n = 0: must be ≥ 1"):
-        at_least("x", n=(0, 1))
+@register("algorithm", "validation_range_probe")
+class _Ranged:
+    def __init__(self, *, steps: PositiveInt = 1, lr: PositiveFloat = 1e-3, hidden: Widths = (2,)):
+        check_arguments("validation_range_probe", _Ranged.__init__, locals())
+
+
+@pytest.mark.parametrize(
+    ("binding", "message"),
+    [
+        ("steps = 0", "validation_range_probe.steps = 0: expected int ≥ 1 (check the recipe"),
+        ("lr = 1e999", "lr = inf: expected a finite float > 0"),
+        ("hidden = (-4, 16)", "hidden = (-4, 16): expected a tuple of int ≥ 1"),
+        ("hidden = (0,)", "hidden = (0,): expected a tuple of int ≥ 1"),
+        ("steps = 'many'", "steps = 'many': expected int ≥ 1, got str"),
+    ],
+)
+def test_a_value_out_of_range_names_binding_value_and_range(binding, message):
+    gin.parse_config(f"validation_range_probe.{binding}")
+    with pytest.raises(RecipeError, match=re.escape(message)):
+        check_bindings()
+
+
+def test_the_same_ranges_hold_for_a_call_from_python():
+    _Ranged(steps=3, hidden=())
+    with pytest.raises(RecipeError, match=re.escape("validation_range_probe.lr = -1.0: expected")):
+        _Ranged(lr=-1.0)
+
+
+def test_every_registered_default_is_in_its_range():
+    """A constructor's own defaults satisfy the ranges its annotations declare."""
+    import importlib
+    import pkgutil
+
+    import components
+    from registry import entries
+    from registry.validation import _annotations, _defaults
+
+    for module in pkgutil.walk_packages(components.__path__, "components."):
+        importlib.import_module(module.name)
+    checked = 0
+    for entry in entries():
+        hints, defaults = _annotations(entry.obj), _defaults(entry.obj)
+        for name, default in defaults.items():
+            if name in hints and not isinstance(default, type) and not callable(default):
+                assert _accepts(default, hints[name]) is not False, (entry.name, name, default)
+                checked += 1
+    assert checked > 100

@@ -118,9 +118,12 @@ def test_gradient_reaches_every_query_embedding(objective):
     ("factory", "message"),
     [
         (lambda: FocalDML(form="squared"), "form must be 'reference' or 'paper'"),
-        (lambda: MatrixMoCo(temperature=0.0), "temperature must be positive"),
+        (
+            lambda: MatrixMoCo(temperature=0.0),
+            r"matrix_moco.temperature = 0.0: expected a finite float > 0",
+        ),
         (lambda: MatrixMoCo(reduction="max"), "reduction must be 'sum' or 'mean'"),
-        (lambda: TransitionInfoNCE(temperature=-1.0), "temperature must be positive"),
+        (lambda: TransitionInfoNCE(temperature=-1.0), r"infonce.temperature = -1.0: expected"),
     ],
 )
 def test_bad_settings(factory, message):
