@@ -50,10 +50,11 @@ from components.reporting.checkpoint import (
     remove_stale_temporaries,
     restore_rng_state,
     rng_state,
+    save_checkpoint,
 )
 from components.reporting.console import out
 from components.reporting.metrics import MetricsLog
-from components.reporting.run_dir import atomic_torch_save, atomic_write_text
+from components.reporting.run_dir import atomic_write_text
 from components.rl.brac import BRAC
 from components.runtime import resolve_device
 from registry import FocalppError, RecipeError, RunContext, entry_of, get, register
@@ -418,7 +419,7 @@ class FocalTrainer:
         self._resume_log = (records, self.step)
 
     def save_checkpoint(self) -> None:
-        atomic_torch_save(self.state(), self.run_context.run_dir / CHECKPOINT)
+        save_checkpoint(self.state(), self.run_context.run_dir)
 
     def _seconds(self) -> float:
         return self._seconds_before + time.perf_counter() - self._started

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -42,9 +43,10 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 @contextmanager
-def atomic_file(path: Path):
+def atomic_file(path: Path, *, before_replace: Callable[[], None] | None = None):
     """A binary file that replaces `path` only once written whole and fsynced; on any error
-    (or a kill before the rename) `path` keeps its old content."""
+    (or a kill before the rename) `path` keeps its old content. `before_replace` runs between
+    the two (e.g. to keep the old file under another name)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -52,6 +54,8 @@ def atomic_file(path: Path):
             yield f
             f.flush()
             os.fsync(f.fileno())
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -62,11 +66,3 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """`atomic_write_text` for bytes (figures)."""
     with atomic_file(path) as f:
         f.write(data)
-
-
-def atomic_torch_save(obj, path: Path) -> None:
-    """`torch.save` to a temporary file renamed over `path`: the old checkpoint survives a crash."""
-    import torch
-
-    with atomic_file(path) as f:
-        torch.save(obj, f)

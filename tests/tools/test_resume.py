@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from components.reporting.checkpoint import CHECKPOINT, load_checkpoint, remove_stale_temporaries
+from components.reporting.checkpoint import load_checkpoint, remove_stale_temporaries
 from tests.conftest import ROOT, cli
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -119,17 +119,17 @@ def test_ctrl_c_checkpoints_exits_cleanly_and_resumes_exactly(uninterrupted, tin
 WRITER = """
 import sys, torch
 sys.path.insert(0, {root!r})
-from components.reporting.run_dir import atomic_torch_save
-atomic_torch_save({{"step": 2, "big": torch.zeros(200_000_000)}}, {path!r})
+from components.reporting.checkpoint import save_checkpoint
+save_checkpoint({{"step": 2, "big": torch.zeros(200_000_000)}}, {root_dir!r})
 """
 
 
 def test_checkpoint_write_killed_half_way_keeps_the_previous_one(tmp_path):
-    from components.reporting.run_dir import atomic_torch_save
+    from components.reporting.checkpoint import save_checkpoint
 
-    path = tmp_path / CHECKPOINT
-    atomic_torch_save({"step": 1, "weights": torch.arange(3.0)}, path)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER.format(root=str(ROOT), path=str(path))])
+    save_checkpoint({"step": 1, "weights": torch.arange(3.0)}, tmp_path)
+    script = WRITER.format(root=str(ROOT), root_dir=str(tmp_path))
+    writer = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 120
     while not any(p.stat().st_size > 1_000_000 for p in tmp_path.glob(".*.tmp")):
         assert writer.poll() is None and time.monotonic() < deadline, "writer ended early"

@@ -1,0 +1,113 @@
+"""Checkpoints prove they are whole: a digest checked before unpickling, the previous one kept,
+data-only loading."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from components.reporting.checkpoint import (
+    CHECKPOINT,
+    PREVIOUS,
+    CheckpointError,
+    load_checkpoint,
+    restore_rng_state,
+    rng_state,
+    save_checkpoint,
+)
+
+
+def state(step: int) -> dict:
+    return {"step": step, "weights": torch.arange(1000.0) * step, "rng": rng_state({})}
+
+
+def test_round_trip_keeps_the_previous_checkpoint(tmp_path):
+    save_checkpoint(state(1), tmp_path)
+    assert not (tmp_path / PREVIOUS).exists()
+    save_checkpoint(state(2), tmp_path)
+    loaded = load_checkpoint(tmp_path)
+    assert loaded["step"] == 2 and torch.equal(loaded["weights"], torch.arange(1000.0) * 2)
+    assert load_checkpoint(tmp_path)["step"] == 2
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_random_states_survive_data_only_loading(tmp_path):
+    np.random.seed(5)
+    save_checkpoint(state(1), tmp_path)
+    expected = np.random.rand(3)
+    np.random.seed(9)
+    restore_rng_state(load_checkpoint(tmp_path)["rng"], {})
+    assert np.array_equal(np.random.rand(3), expected)
+
+
+def flip_a_bit_in_the_tensors(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        flip_a_bit_in_the_tensors,
+        lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
+        lambda p: p.write_text("not a checkpoint at all"),
+    ],
+    ids=["bit flip", "truncated", "text"],
+)
+def test_a_damaged_checkpoint_is_refused_and_the_previous_one_named(tmp_path, spoil):
+    save_checkpoint(state(1), tmp_path)
+    save_checkpoint(state(2), tmp_path)
+    spoil(tmp_path / CHECKPOINT)
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(tmp_path)
+    message = str(caught.value)
+    assert "is damaged" in message and "(step 1)" in message and f"mv {tmp_path}" in message
+
+
+def test_without_a_previous_one_the_message_says_so(tmp_path):
+    save_checkpoint(state(1), tmp_path)
+    flip_a_bit_in_the_tensors(tmp_path / CHECKPOINT)
+    with pytest.raises(CheckpointError, match="No earlier checkpoint is kept"):
+        load_checkpoint(tmp_path)
+
+
+class Payload:
+    """Unpickling this object would run code (here: create a file)."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (str(self.target), "w"))
+
+
+@pytest.mark.parametrize("with_digest", [True, False])
+def test_a_checkpoint_that_would_run_code_is_refused(tmp_path, with_digest):
+    """weights_only loading: a pickle that calls a function is refused, digest or not."""
+    import hashlib
+    import io
+
+    target = tmp_path / "was-run"
+    buffer = io.BytesIO()
+    torch.save(
+        {"step": 1, "evil": Payload(target)}, buffer, pickle_protocol=pickle.DEFAULT_PROTOCOL
+    )
+    payload = buffer.getvalue()
+    data = payload
+    if with_digest:
+        data = b"focalpp-checkpoint sha256=" + hashlib.sha256(payload).hexdigest().encode()
+        data += b"\n" + payload
+    (tmp_path / CHECKPOINT).write_bytes(data)
+    with pytest.raises(CheckpointError, match="is damaged"):
+        load_checkpoint(tmp_path)
+    assert not target.exists()
+
+
+def test_a_checkpoint_from_before_digests_still_loads(tmp_path):
+    """Checkpoints written as a plain torch.save (with NumPy's random state as an array) load."""
+    legacy = {"step": 3, "rng": {"numpy": np.random.get_state()}, "w": torch.ones(2)}
+    torch.save(legacy, tmp_path / CHECKPOINT)
+    loaded = load_checkpoint(tmp_path)
+    assert loaded["step"] == 3 and isinstance(loaded["rng"]["numpy"][1], np.ndarray)
