@@ -48,6 +48,9 @@ def check_kind(kind: str) -> str:
     return kind
 
 
+BUILTIN_PACKAGES = ("components", "registry")
+
+
 def register(kind: str, name: str | None = None) -> Callable[[T], T]:
     """Decorator: register a class or function as component `name` (default `__name__`).
 
@@ -61,15 +64,31 @@ def register(kind: str, name: str | None = None) -> Callable[[T], T]:
         key = name or obj.__name__
         first = _ENTRIES.get((kind, key))
         if first is not None:
-            raise DuplicateComponentError(
-                f"{kind} {key!r} is already registered by module {first.module!r}; "
-                f"pick another name for the one in {obj.__module__!r}"
-            )
+            raise DuplicateComponentError(_duplicate_message(kind, key, first.module, obj))
         configured = gin.configurable(key, module=kind)(obj)
         _ENTRIES[(kind, key)] = Entry(kind, key, configured, obj.__module__)
         return configured
 
     return decorate
+
+
+def _duplicate_message(kind: str, key: str, first: str, obj: Any) -> str:
+    """Name the module to rename: never the project's own (a plugin loaded before it took the
+    name first), else the second one."""
+    second = obj.__module__
+    builtin = next((m for m in (first, second) if m.split(".")[0] in BUILTIN_PACKAGES), None)
+    if builtin is not None and {first, second} != {builtin}:
+        other = second if builtin == first else first
+        return (
+            f"{kind} {key!r} is a built-in component (module {builtin!r}), and module "
+            f"{other!r} registers the same name: rename the one in {other!r} (e.g. "
+            f"@register({kind!r}, 'my_{key}')) and select it by that name in the recipe"
+        )
+    return (
+        f"{kind} {key!r} is already registered by module {first!r}; pick another name for the "
+        f"one in {second!r} (or, if both are the same file imported twice — once by --plugin "
+        "and once by a recipe's import line — load it one way only)"
+    )
 
 
 def get(kind: str, name: str) -> Any:

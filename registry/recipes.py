@@ -61,7 +61,7 @@ def compose(
     recipes_dir: Path | None = None,
 ) -> Composition:
     """Clear gin, import plugins, parse recipe → env → scale → bindings; return the experiment."""
-    recipes_dir = Path(recipes_dir or RECIPES_DIR)
+    recipes_dir = checked_recipes_dir(recipes_dir)
     gin.clear_config()
     for plugin in plugins:
         load_plugin(plugin)
@@ -123,7 +123,7 @@ def compose_columns(
 
     For tools that build parts without an algorithm (dataset collection).
     """
-    recipes_dir = Path(recipes_dir or RECIPES_DIR)
+    recipes_dir = checked_recipes_dir(recipes_dir)
     gin.clear_config()
     with _search_paths(recipes_dir, recipes_dir):
         sources = parse_columns(env, scale, recipes_dir)
@@ -132,11 +132,30 @@ def compose_columns(
     return sources
 
 
+def checked_recipes_dir(recipes_dir: Path | None = None) -> Path:
+    """The recipes directory (given, else $FOCALPP_RECIPES, else the shipped one); it must
+    exist, or every recipe lookup would fail with an empty list of choices."""
+    path = Path(recipes_dir or RECIPES_DIR)
+    if not path.is_dir():
+        origin = (
+            f" ($FOCALPP_RECIPES = {os.environ['FOCALPP_RECIPES']!r})"
+            if recipes_dir is None and os.environ.get("FOCALPP_RECIPES")
+            else ""
+        )
+        raise RecipeError(
+            f"the recipes directory {path}{origin} is not a directory: point FOCALPP_RECIPES "
+            "at a directory holding base.gin, envs/ and scales/, or unset it to use the "
+            "shipped recipes"
+        )
+    return path
+
+
 def find_recipe(recipe: str | Path, recipes_dir: Path) -> Path:
     """The recipe's path as given, else relative to the recipes directory; error if neither."""
     for candidate in (Path(recipe), recipes_dir / recipe):
         if candidate.is_file():
             return candidate.resolve()
+    checked_recipes_dir(recipes_dir)
     shipped = sorted(p.name for p in recipes_dir.glob("*.gin"))
     close = difflib.get_close_matches(Path(recipe).name, shipped, n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -227,7 +246,17 @@ def gin_errors(source: str) -> Iterator[None]:
         raise
     except SyntaxError as e:
         where = _syntax_location(e, source)
-        raise RecipeError(f"gin syntax error in {where}: {e.msg}") from e
+        message = e.msg.split("\n")[0]
+        if token := re.search(r"Failed to parse token '(.*)'", e.msg):
+            message = f"cannot parse the value {token.group(1)}"
+        if "parse value" in message or token:
+            message = (
+                f"{message.rstrip('.')}: after `name.argument =` write a Python literal, e.g. "
+                "`focal.steps = 12_000`, `brac.lr = 3e-4`, `focal.quality = 'mixed'` (strings "
+                "in quotes), `brac.hidden = (64, 64)`, `None`, `True`, or a component "
+                "reference `@mlp_encoder` (gin has no nan or inf)"
+            )
+        raise RecipeError(f"gin syntax error in {where}: {message}") from e
     except tokenize.TokenError as e:
         msg, (line, _) = e.args
         raise RecipeError(f"gin syntax error in {source} near line {line}: {msg}") from e

@@ -36,9 +36,15 @@ import torch  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from components.reporting.checkpoint import CHECKPOINT  # noqa: E402
 from components.reporting.console import out, run_tool  # noqa: E402
 from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir  # noqa: E402
-from components.reporting.run_record import compose_recorded, read_run_record  # noqa: E402
+from components.reporting.run_record import (  # noqa: E402
+    compose_recorded,
+    portable,
+    read_run_record,
+    recorded_recipe,
+)
 from registry import (  # noqa: E402
     RECIPES_DIR,
     Composition,
@@ -92,13 +98,20 @@ def seed_everything(seed: int) -> None:
 
 
 def recorded_run(args: argparse.Namespace) -> dict:
-    """The run.json of `--resume RUN_DIR`, checked against any choice also given as a flag."""
+    """The run.json of `--resume RUN_DIR`, checked against any choice also given as a flag.
+    `--recipe` is accepted where the recorded recipe file is not on this machine (a copied
+    run directory): the checkpoint's configuration fingerprint still has to match."""
     run_dir = args.resume
     record = read_run_record(run_dir, doing="resume")
     if args.out is not None:
         raise FocalppError("--resume continues the run in its own directory; drop --out")
+    if args.recipe:
+        asked = portable(find_recipe(args.recipe, RECIPES_DIR))
+        if not _recipe_on_this_machine(record, run_dir):
+            record = {**record, "recipe": asked}
+        elif asked != portable(find_recipe(recorded_recipe(record, run_dir), RECIPES_DIR)):
+            raise _mismatch(run_dir, "recipe", asked, record["recipe"])
     given = {
-        "recipe": str(find_recipe(args.recipe, RECIPES_DIR)) if args.recipe else None,
         "env": args.env,
         "scale": args.scale,
         "seed": args.seed,
@@ -108,12 +121,37 @@ def recorded_run(args: argparse.Namespace) -> dict:
     }
     for key, value in given.items():
         if value is not None and value != record.get(key, []):
-            raise FocalppError(
-                f"cannot resume {run_dir} with {key} {value!r}: it is a run of {key} "
-                f"{record.get(key, [])!r}. A resumed run keeps its recorded choices; drop the "
-                "flag, or start a new run"
-            )
+            raise _mismatch(run_dir, key, value, record.get(key, []))
     return record
+
+
+def _mismatch(run_dir: Path, key: str, value, recorded) -> FocalppError:
+    return FocalppError(
+        f"cannot resume {run_dir} with {key} {value!r}: it is a run of {key} {recorded!r}. A "
+        "resumed run keeps its recorded choices; drop the flag, or start a new run"
+    )
+
+
+def _recipe_on_this_machine(record: dict, run_dir: Path) -> bool:
+    try:
+        recorded_recipe(record, run_dir)
+    except FocalppError:
+        return False
+    return True
+
+
+def check_dataset(algorithm, record: dict, run_dir: Path) -> None:
+    """A resumed run must read the dataset it started on (its manifest digest)."""
+    dataset = getattr(algorithm, "dataset", None)
+    recorded = record.get("dataset", {}).get("manifest_sha256")
+    if dataset is None or recorded is None or recorded == dataset.digest:
+        return
+    raise FocalppError(
+        f"cannot resume {run_dir}: it was trained on dataset {record['dataset']['name']} with "
+        f"manifest digest {recorded[:12]}…, but {dataset.path} now has {dataset.digest[:12]}…; "
+        "the dataset was rebuilt or edited since. Point focal.data_root at the original "
+        "store, or start a new run"
+    )
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -137,7 +175,7 @@ def execute(args: argparse.Namespace) -> int:
                     f"after {result.get('steps')} steps"
                 )
             return 0
-        comp = compose_recorded(record)
+        comp = compose_recorded(record, args.resume)
     else:
         comp = compose(
             args.recipe,
@@ -174,10 +212,12 @@ def execute(args: argparse.Namespace) -> int:
         if not resume:
             shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
         raise
-    if not resume:  # a resumed run keeps its files until its checkpoint is accepted
+    if resume:
+        check_dataset(algorithm, record, run_dir)
+    else:  # a resumed run keeps its files until its checkpoint is accepted
         atomic_write_text(run_dir / "config.gin", operative_config())
         record = {
-            "recipe": str(comp.recipe),
+            "recipe": portable(comp.recipe),
             "algorithm": exp.algorithm_name,
             "env": exp.env,
             "scale": exp.scale,
@@ -186,11 +226,19 @@ def execute(args: argparse.Namespace) -> int:
             "bindings": list(args.gin_param),
             "label": args.label or "",
             "plugins": [_plugin_reference(p) for p in args.plugin],
-            "sources": list(comp.sources),
+            "sources": [_portable_source(s) for s in comp.sources],
+            **_dataset_record(algorithm),
         }
         atomic_write_text(run_dir / "run.json", json.dumps(record, indent=1))
     out.print(f"run directory: {escape(str(run_dir))}")
-    metrics = algorithm.run() or {}
+    try:
+        metrics = algorithm.run() or {}
+    except BaseException as e:
+        if not resume and not (run_dir / CHECKPOINT).exists():
+            shutil.rmtree(run_dir)  # stopped before its first checkpoint: nothing to resume
+            if isinstance(e, FocalppError):
+                e.args = (f"{e}\n(no checkpoint had been written: {run_dir} was removed)",)
+        raise
     atomic_write_text(run_dir / "config.gin", operative_config())
     headline = metrics.pop("headline", None)
     for key, value in metrics.items():
@@ -198,6 +246,19 @@ def execute(args: argparse.Namespace) -> int:
     if headline is not None:
         out.print(escape(str(headline)))
     return 0
+
+
+def _dataset_record(algorithm) -> dict:
+    """Which dataset the run trains on: its name in the store and its manifest digest."""
+    dataset = getattr(algorithm, "dataset", None)
+    if dataset is None:
+        return {}
+    name = f"{dataset.path.parent.name}/{dataset.path.name}"
+    return {"dataset": {"name": name, "manifest_sha256": dataset.digest}}
+
+
+def _portable_source(source: str) -> str:
+    return portable(source) if Path(source).is_file() else source
 
 
 def _plugin_reference(plugin: str) -> str:

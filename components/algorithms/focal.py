@@ -192,6 +192,7 @@ class FocalTrainer:
             progress=_dataset_progress(),
             tag=dataset_tag,
             scale=run.scale,
+            family=self.family,
         )
         self.generator = torch.Generator().manual_seed(run.seed)
         train_tasks = self.dataset.split_indices("train")

@@ -1,12 +1,17 @@
 """Build a dataset once and reuse it: `ensure_dataset(family, protocol, seed)`.
 
 The family and the protocol are built from the registry (so gin bindings apply). A cached dataset
-is reused only if it was built with the same protocol settings; otherwise the error says so.
+is reused only if it was built with the same protocol settings, and only if its manifest agrees
+with the family that reads it (`check_manifest`): the arrays are checksummed, and the manifest
+says what they mean — which tasks are for training, the horizon, each task's goal, the radius of
+the sparse rewards — so a hand-edited manifest must not be trusted either.
 """
 
 from __future__ import annotations
 
 import fcntl
+import math
+import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +26,7 @@ from components.data.store import (
     rebuild_command,
     write_dataset,
 )
+from components.envs.family import EnvFamily
 from components.reporting.console import out
 from registry import get
 
@@ -34,25 +40,30 @@ def ensure_dataset(
     progress: Progress | None = None,
     tag: str | None = None,
     scale: str | None = None,
+    family: EnvFamily | None = None,
 ) -> Dataset:
     """Load the cached dataset, or build, store and load it.
 
     `tag` names a variant built with other settings (a directory of its own); `scale` is
-    recorded in the rebuild command.
+    recorded in the rebuild command; `family` is the reader's family (built from the registry
+    with `seed` if not given), which the manifest must agree with.
     """
     root = Path(root) if root is not None else cache_root()
     path = dataset_dir(root, family_name, protocol, seed, tag)
     builder = get("dataset", protocol)()
+    family = family if family is not None else get("env", family_name)(seed=seed)
     if path.exists():  # only ever renamed into place complete: no lock needed to read it
-        return cached(path, builder)
+        return cached(path, builder, family_name, family)
     with build_lock(path):
         if path.exists():  # another process built it while this one waited
-            return cached(path, builder)
-        return _build(path, family_name, protocol, seed, builder, progress, tag, scale, root)
+            return cached(path, builder, family_name, family)
+        _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root)
+        return cached(path, builder, family_name, family)
 
 
-def cached(path: Path, builder) -> Dataset:
+def cached(path: Path, builder, family_name: str, family: EnvFamily) -> Dataset:
     dataset = load_dataset(path)  # raises for half-written or unreadable datasets
+    check_manifest(dataset, family_name, family)
     built_with = dataset.manifest.get("settings")
     if built_with != _jsonable(builder.settings()):
         raise DatasetError(
@@ -69,50 +80,130 @@ def build_lock(path: Path, part: str = ""):
     processes that need the same missing dataset (or shard of one), one builds it, the others
     wait and load it. The kernel drops the lock if its holder dies, so a killed build blocks
     nobody. Lock files stay (deleting one while another process waits on it would let two
-    build)."""
-    locks = path.parent.parent / ".locks"
-    locks.mkdir(parents=True, exist_ok=True)
+    build), except that a store this build created is removed again if the build fails with
+    nothing in it."""
+    root = path.parent.parent
+    created = not root.exists()
+    locks = root / ".locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DatasetError(
+            f"cannot create the dataset store {root}: {e.strerror}; choose a writable --out "
+            "(or $FOCALPP_DATA)"
+        ) from e
     lock_path = locks / f"{path.parent.name}-{path.name}{part}.lock"
-    with open(lock_path, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            out.print(f"waiting for another process to finish building {path}")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    try:
+        with open(lock_path, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                out.print(f"waiting for another process to finish building {path}")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+    except BaseException:
+        if created and not any(p.is_file() for p in root.rglob("*") if p.parent != locks):
+            shutil.rmtree(root, ignore_errors=True)
+        raise
 
 
-def _build(path, family_name, protocol, seed, builder, progress, tag, scale, root) -> Dataset:
-    family = get("env", family_name)(seed=seed)
+def _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root) -> None:
     collected = builder.build(family, seed=seed, progress=progress)
-    header = dataset_header(
-        family_name, family, protocol, seed, collected.settings, tag, scale, root
-    )
+    header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
     write_dataset(path, header=header, qualities=collected.qualities, sources=collected.sources)
-    return load_dataset(path)
 
 
-def dataset_header(family_name, family, protocol, seed, settings, tag, scale, root) -> dict:
+def dataset_header(family_name, family, protocol, seed, collected, tag, scale, root) -> dict:
     """The manifest entries that describe what a dataset is and how to build it again."""
     train, test = family.split_indices()
     return {
         "family": family_name,
         "protocol": protocol,
         "seed": seed,
-        "goal_radius": family.goal_radius,
+        "goal_radius": family.goal_radius,  # of the stored sparse rewards
         "obs_dim": family.obs_dim,
         "act_dim": family.act_dim,
         "horizon": family.horizon,
         "tasks": family.all_tasks(),
         "split": {"train": train, "test": test},
-        "settings": _jsonable(settings),
+        "settings": _jsonable(collected.settings),
         "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "(python api)",
         "tag": tag,
         "rebuild": rebuild_command(family_name, protocol, seed, root, tag, scale),
     }
+
+
+def check_manifest(dataset: Dataset, family_name: str, family: EnvFamily) -> None:
+    """Refuse a dataset whose manifest disagrees with the family reading it: another family or
+    shape, a horizon, a task's parameters, a task split that is not the family's (disjoint
+    where the family's is: the Fwd-Back families test on their two training tasks), or sparse
+    rewards of another goal radius."""
+    m, where = dataset.manifest, dataset.path / "manifest.json"
+    rebuild = f"delete {dataset.path} and rebuild it ({m.get('rebuild', 'tools/collect.py')})"
+    expected = {
+        "family": family_name,
+        "obs_dim": family.obs_dim,
+        "act_dim": family.act_dim,
+        "horizon": family.horizon,
+    }
+    for key, value in expected.items():
+        if m.get(key) != value:
+            raise DatasetError(
+                f"{where}: {key} is {m.get(key)!r} but {family_name} has {value!r}; the "
+                f"manifest was edited or belongs to another dataset: {rebuild}"
+            )
+    tasks = family.all_tasks()
+    if len(m["tasks"]) != len(tasks):
+        raise DatasetError(
+            f"{where}: {len(m['tasks'])} tasks, but {family_name} (seed {m.get('seed')}) has "
+            f"{len(tasks)}: {rebuild}"
+        )
+    for i, (stored, own) in enumerate(zip(m["tasks"], tasks, strict=True)):
+        if not _same(stored, _jsonable(own)):
+            raise DatasetError(
+                f"{where}: task {i} is {stored} but {family_name} (seed {m.get('seed')}) "
+                f"draws {_jsonable(own)}: the manifest was edited; {rebuild}"
+            )
+    split = m["split"]
+    train, test = (list(split.get(k, [])) for k in ("train", "test"))
+    covered = sorted(set(train) | set(test))
+    if covered != list(range(len(tasks))) or len(set(train)) < len(train) or not test:
+        raise DatasetError(
+            f"{where}: the task split must name each of the {len(tasks)} tasks once per split "
+            f"and leave some for testing; it has train {train[:5]}... ({len(train)}) and test "
+            f"{test[:5]}... ({len(test)}); {rebuild}"
+        )
+    own_train, own_test = family.split_indices()
+    if train != list(own_train) or test != list(own_test):
+        moved = sorted(set(train) ^ set(own_train))
+        raise DatasetError(
+            f"{where}: the task split differs from {family_name}'s (tasks {moved[:5]} moved "
+            f"between train and test): a run would train on test tasks or test on training "
+            f"ones; {rebuild}"
+        )
+    stored = m.get("goal_radius")
+    if not _same(stored, family.goal_radius):
+        raise DatasetError(
+            f"{where}: the stored sparse rewards use goal radius {stored}, but this run's "
+            f"{family_name} scores with {family.goal_radius}; bind "
+            f"{family_name}.goal_radius = {stored} (or use the env column made for this data, "
+            f"e.g. sparse_point_robot_relabeled), or {rebuild}"
+        )
+
+
+def _same(a, b) -> bool:
+    """Equal JSON values, floats within 1e-9 (a JSON round trip keeps them exact anyway)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def _jsonable(value):

@@ -64,6 +64,13 @@ class Relabeled:
                 f"{type(family).__name__}: tasks differ in dynamics, so one pool of (s, a, s') "
                 "cannot serve every task; relabeling needs a family whose tasks differ in reward"
             )
+        if family.goal_radius != self.goal_radius:  # the manifest records the family's radius
+            raise DatasetError(
+                f"relabeled.goal_radius = {self.goal_radius}, but {type(family).__name__} scores "
+                f"with goal radius {family.goal_radius}: the stored sparse rewards and the "
+                "meta-test would disagree. Use --env sparse_point_robot_relabeled (it binds "
+                "both), or bind the family's goal_radius to the same value"
+            )
         collected = self.source.build(family, seed=seed, progress=progress)
         rng = np.random.default_rng(seed)
         task_vecs = family.task_vectors(family.all_tasks())  # [K, P]

@@ -23,13 +23,13 @@ import numpy as np
 
 from components.data.behaviour import Progress
 from components.data.build import build_lock, cached, dataset_header
+from components.data.protocols import Collected
 from components.data.store import (
     Dataset,
     DatasetError,
     QualityData,
     cache_root,
     dataset_dir,
-    load_dataset,
     write_dataset,
 )
 from components.data.transitions import FIELDS, Transitions
@@ -90,9 +90,7 @@ def build_shard(
         collected = builder.build(
             family, seed=shard_seed(seed, index, count), progress=progress, tasks=tasks
         )
-        header = dataset_header(
-            family_name, family, protocol, seed, collected.settings, tag, scale, root
-        )
+        header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
         header["shard"] = {"index": index, "count": count, "tasks": tasks}
         write_dataset(
             target, header=header, qualities=collected.qualities, sources=collected.sources
@@ -115,11 +113,12 @@ def merge_shards(
     root = Path(root) if root is not None else cache_root()
     path = dataset_dir(root, family_name, protocol, seed, tag)
     builder = get("dataset", protocol)()
+    family = get("env", family_name)(seed=seed)
     if path.exists():
-        return cached(path, builder)
+        return cached(path, builder, family_name, family)
     with build_lock(path):
         if path.exists():
-            return cached(path, builder)
+            return cached(path, builder, family_name, family)
         parts = [shard_dir(path, i, count) for i in range(count)]
         missing = [i for i, part in enumerate(parts) if not part.is_dir()]
         if missing:
@@ -128,7 +127,8 @@ def merge_shards(
                 f"python tools/collect.py --env {family_name} --shard I/{count} (same --scale, "
                 "--protocol, --seed, --tag, --out)"
             )
-        shards = [cached(part, builder) for part in parts]  # validates settings and manifests
+        # validates settings and manifests
+        shards = [cached(part, builder, family_name, family) for part in parts]
         covered = [t for s in shards for t in s.manifest["shard"]["tasks"]]
         if covered != list(range(len(shards[0].tasks))):
             raise DatasetError(f"the shards under {parts[0].parent} do not cover every task once")
@@ -138,13 +138,12 @@ def merge_shards(
             sources[name] = [
                 src for s in shards for src in s.manifest["qualities"][name]["sources"]
             ]
-        family = get("env", family_name)(seed=seed)
-        settings = shards[0].manifest["settings"]
-        header = dataset_header(family_name, family, protocol, seed, settings, tag, scale, root)
+        merged = Collected(qualities, sources, shards[0].manifest["settings"])
+        header = dataset_header(family_name, family, protocol, seed, merged, tag, scale, root)
         header["built_in_shards"] = count
         write_dataset(path, header=header, qualities=qualities, sources=sources)
         shutil.rmtree(parts[0].parent)
-    return load_dataset(path)
+    return cached(path, builder, family_name, family)
 
 
 def concatenate(parts: list[QualityData]) -> QualityData:

@@ -78,6 +78,7 @@ class QualityData:
 class Dataset:
     path: Path
     manifest: dict[str, Any]
+    digest: str = ""  # SHA-256 of manifest.json, which holds every array's SHA-256
 
     @property
     def qualities(self) -> list[str]:
@@ -172,8 +173,9 @@ def load_dataset(path: Path) -> Dataset:
             f"{path} is half-written (no {MANIFEST}: an interrupted build?); "
             f"delete it and {rebuild}"
         )
+    raw = manifest_path.read_bytes()
     try:
-        manifest = json.loads(manifest_path.read_text())
+        manifest = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DatasetError(f"{manifest_path} is not valid JSON ({e}); {rebuild}") from e
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -186,7 +188,7 @@ def load_dataset(path: Path) -> Dataset:
         if key not in manifest:
             raise DatasetError(f"{manifest_path}: missing field {key!r}; {rebuild}")
     manifest.setdefault("rebuild", rebuild)
-    return Dataset(path, manifest)
+    return Dataset(path, manifest, hashlib.sha256(raw).hexdigest())
 
 
 def _save_array(root: Path, relative: str, array: np.ndarray) -> dict[str, Any]:

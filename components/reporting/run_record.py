@@ -17,10 +17,40 @@ from components.reporting.checkpoint import (
     load_checkpoint,
 )
 from components.reporting.console import out
-from registry import Composition, FocalppError, RunContext, compose
+from registry import RECIPES_DIR, Composition, FocalppError, RunContext, compose
 from registry.recipes import build
 
 RECORDED = ("recipe", "env", "scale", "seed", "device")
+
+
+def portable(path: str | Path) -> str:
+    """A recipe file as run.json records it: relative to the recipes directory where it lies
+    inside (so the record holds on any machine and checkout), else its absolute path."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(RECIPES_DIR.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def recorded_recipe(record: dict[str, Any], run_dir: Path) -> str:
+    """The recipe file a record names, found on this machine: a name under the recipes
+    directory; an absolute path; or, for records written by other checkouts (absolute paths
+    into their recipes directory), the same file under this one's."""
+    recipe = Path(record["recipe"])
+    if not recipe.is_absolute() or recipe.is_file():
+        return str(recipe)
+    parts = recipe.parts
+    if "recipes" in parts:
+        tail = Path(*parts[len(parts) - parts[::-1].index("recipes") :])
+        if (RECIPES_DIR / tail).is_file():
+            return str(tail)
+    raise FocalppError(
+        f"{run_dir}/run.json names recipe {recipe}, which is not on this machine (the run "
+        "directory was copied or the file moved): put it back, or resume with "
+        f"`python tools/run.py --resume {run_dir} --recipe NEW_PATH` (the configuration must "
+        "still be the one the run was trained with)"
+    )
 
 
 def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
@@ -41,10 +71,12 @@ def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
     return record
 
 
-def compose_recorded(record: dict[str, Any], bindings: tuple[str, ...] = ()) -> Composition:
+def compose_recorded(
+    record: dict[str, Any], run_dir: Path, bindings: tuple[str, ...] = ()
+) -> Composition:
     """The run's configuration, composed again from its record (plus extra `bindings`)."""
     return compose(
-        record["recipe"],
+        recorded_recipe(record, run_dir),
         env=record["env"],
         scale=record["scale"],
         seed=record["seed"],
@@ -59,7 +91,7 @@ def load_trained(run_dir: Path):
     finished run): built from the recorded configuration, which must match the checkpoint's."""
     run_dir = Path(run_dir)
     record = read_run_record(run_dir, doing="analyse")
-    exp = compose_recorded(record).experiment
+    exp = compose_recorded(record, run_dir).experiment
     context = RunContext(
         env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir, device=exp.device
     )
