@@ -1,12 +1,13 @@
 """The bad-input catalogue: every command-line tool, driven as a user drives it, with inputs that
-are wrong in one way each. For every case: a non-zero exit, a message on stderr that names the
+are wrong in one way each. For every case: exit status 2, a message on stderr that names the
 problem, no traceback, and nothing partial left behind (no run directory, no dataset, no study
-directory; a run being resumed is left exactly as it was).
+directory; a run being resumed is left exactly as it was). docs/ERRORS.md lists the cases.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import shutil
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 
+from components.reporting.checkpoint import CHECKPOINT
 from tests.conftest import cli
 
 DATASET = Path("sparse_point_robot") / "checkpoints-s0-tiny"
@@ -92,8 +94,8 @@ def run_args(world: World, out: Path, *extra: str, store: Path | None = None) ->
 
 
 # Each case prepares its input in a fresh directory and returns (tool, args, paths that must
-# not exist afterwards, paths that must be unchanged).
-Prepare = Callable[[World, Path], tuple[str, list[str], list[Path], list[Path]]]
+# not exist afterwards, paths that must be unchanged[, environment variables]).
+Prepare = Callable[[World, Path], tuple]
 
 
 def recipe_file(text: str) -> Prepare:
@@ -240,6 +242,116 @@ def syntax_error_plugin(world: World, case: Path):
     return "run", run_args(world, case / "run", "--plugin", str(plugin)), [case / "run"], []
 
 
+def spoiled_checkpoint(spoil: Callable[[Path], None], tool: str = "run") -> Prepare:
+    """A stopped copy of the finished run (it still has its previous checkpoint) whose
+    checkpoint.pt is spoiled; resumed, or analysed."""
+
+    def prepare(world: World, case: Path):
+        run_dir = copied_run(world, case, drop=("eval.json",) if tool == "run" else ())
+        spoil(run_dir / CHECKPOINT)
+        args = ["--resume", str(run_dir)] if tool == "run" else [str(run_dir)]
+        return tool, args, [case / "was-run"], [run_dir]
+
+    return prepare
+
+
+def flip_a_checkpoint_bit(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+class CodeOnLoad:
+    """Unpickled, this would create a file next to the checkpoint's run directory."""
+
+    def __init__(self, target: Path):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (str(self.target), "w"))
+
+
+def code_running_checkpoint(path: Path) -> None:
+    """A pickle that runs code on load, with a valid digest (a hostile file, not a damaged one)."""
+    buffer = io.BytesIO()
+    torch.save({"step": 1, "x": CodeOnLoad(path.parent.parent / "was-run")}, buffer)
+    payload = buffer.getvalue()
+    digest = hashlib.sha256(payload).hexdigest().encode()
+    path.write_bytes(b"focalpp-checkpoint sha256=" + digest + b"\n" + payload)
+
+
+def edited_manifest(edit: Callable[[dict], None]) -> Prepare:
+    """A store whose manifest was edited by hand (the arrays and their checksums untouched)."""
+
+    def spoil(store: Path) -> None:
+        path = store / DATASET / "manifest.json"
+        manifest = json.loads(path.read_text())
+        edit(manifest)
+        path.write_text(json.dumps(manifest))
+
+    return spoiled_store(spoil)
+
+
+def move_a_test_task_to_train(manifest: dict) -> None:
+    task = manifest["split"]["test"].pop(0)
+    manifest["split"]["train"].append(task)
+
+
+def move_a_goal(manifest: dict) -> None:
+    manifest["tasks"][3]["goal"] = [0.0, 1.0]
+
+
+def rebuilt_dataset(world: World, case: Path) -> Path:
+    """A stopped run whose dataset's manifest is not the one it was trained on."""
+    run_dir = copied_run(world, case, drop=("eval.json",))
+    record = json.loads((run_dir / "run.json").read_text())
+    record["dataset"]["manifest_sha256"] = "0" * 64
+    (run_dir / "run.json").write_text(json.dumps(record))
+    return run_dir
+
+
+def plugin_file(text: str, tool: str = "run") -> Prepare:
+    def prepare(world: World, case: Path):
+        plugin = case / "my_plugin.py"
+        plugin.write_text(text)
+        return "run", run_args(world, case / "run", "--plugin", str(plugin)), [case / "run"], []
+
+    return prepare
+
+
+def analyze(make: Callable[[World, Path], Path] | None, *extra: str) -> Prepare:
+    def prepare(world: World, case: Path):
+        run_dir = make(world, case) if make else case / "missing-run"
+        unchanged = [run_dir] if run_dir.exists() else []
+        return "analyze", [str(run_dir), *extra], [], unchanged
+
+    return prepare
+
+
+def report_of(spoil: Callable[[Path], None]) -> Prepare:
+    def prepare(world: World, case: Path):
+        run_dir = copied_run(world, case)
+        spoil(run_dir)
+        return "report", [str(case)], [], [run_dir]
+
+    return prepare
+
+
+def store_under_a_file(world: World, case: Path):
+    blocker = case / "a-file"
+    blocker.write_text("")
+    store = blocker / "store"
+    args = ["--env", "sparse_point_robot", "--scale", "tiny", "--out", str(store)]
+    return "collect", args, [store], [blocker]
+
+
+def with_environment(prepare: Prepare, **variables: str) -> Prepare:
+    def wrapped(world: World, case: Path):
+        return (*prepare(world, case), variables)
+
+    return wrapped
+
+
 CASES: dict[str, tuple[Prepare, str]] = {
     # recipes and bindings
     "recipe file missing": (run_flags("--recipe", "no_such_recipe.gin"), "recipe file not found"),
@@ -269,7 +381,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
         binding("focal.meta_batch = 500", "focal.tasks_with_replacement = False"),
         "focal.meta_batch = 500",
     ),
-    "empty batch": (binding("focal.rl_batch = 0"), "focal.rl_batch = 0: must be ≥ 1"),
+    "empty batch": (binding("focal.rl_batch = 0"), "focal.rl_batch = 0: expected int ≥ 1"),
     "negative steps": (binding("focal.steps = -5"), "focal.steps = -5"),
     # datasets
     "dataset checksum mismatch": (spoiled_store(flip_byte), "checksum mismatch"),
@@ -313,9 +425,115 @@ CASES: dict[str, tuple[Prepare, str]] = {
         resume(lambda w, c: copied_run(w, c, drop=("eval.json", "checkpoint.pt"))),
         "no checkpoint.pt",
     ),
-    "resume of a corrupted checkpoint": (resume(garbage_checkpoint), "cannot read checkpoint"),
+    "resume of a corrupted checkpoint": (resume(garbage_checkpoint), "is damaged"),
     "resume after the recipe changed": (resume(edited_recipe), "different configuration"),
+    # sizes, rates and values (ranges declared in the constructors' annotations)
+    "negative hidden width": (
+        binding("brac.hidden = (-4, 16)"),
+        "brac.hidden = (-4, 16): expected a tuple of int ≥ 1",
+    ),
+    "zero-width encoder layer": (
+        binding("mlp_encoder.hidden = (0,)"),
+        "mlp_encoder.hidden = (0,): expected a tuple of int ≥ 1",
+    ),
+    "infinite learning rate": (
+        binding("focal.encoder_lr = 1e999"),
+        "focal.encoder_lr = inf: expected a finite float > 0",
+    ),
+    "zero learning rate": (binding("brac.lr = 0.0"), "brac.lr = 0.0: expected a finite float > 0"),
+    "dropout above one": (
+        binding("sequence_attention.dropout = 1.5"),
+        "sequence_attention.dropout = 1.5: expected a finite float in [0, 1]",
+    ),
+    "discount above one": (binding("brac.discount = 1.2"), "brac.discount = 1.2"),
+    "binding without a value": (binding("focal.steps ="), "write a Python literal"),
+    "nan in a binding": (binding("focal.encoder_lr = nan"), "gin has no nan or inf"),
+    "training that diverges before its first checkpoint": (
+        binding("brac.reward_scale = 1e38"),
+        "no checkpoint had been written",
+    ),
+    "missing recipes directory": (
+        with_environment(run_flags(), FOCALPP_RECIPES="/nonexistent/recipes"),
+        "FOCALPP_RECIPES",
+    ),
+    "plugin that takes a built-in name": (
+        plugin_file(
+            "from registry import register\n"
+            "@register('objective', 'matrix_moco')\n"
+            "class Mine:\n    pass\n"
+        ),
+        "is a built-in component (module 'components.objectives.matrix_moco')",
+    ),
+    "plugin that raises on import": (plugin_file("raise RuntimeError('boom')\n"), "boom"),
+    # checkpoints
+    "resume of a checkpoint with one bit flipped": (
+        spoiled_checkpoint(flip_a_checkpoint_bit),
+        "is damaged: its content does not match the digest",
+    ),
+    "resume of a truncated checkpoint": (
+        spoiled_checkpoint(lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])),
+        "is damaged",
+    ),
+    "resume of a checkpoint that would run code": (
+        spoiled_checkpoint(code_running_checkpoint),
+        "does not load as tensors and plain data",
+    ),
+    "analysis of a run with a damaged checkpoint": (
+        spoiled_checkpoint(flip_a_checkpoint_bit, tool="analyze"),
+        "checkpoint.prev.pt",
+    ),
+    "resume after the dataset was rebuilt": (resume(rebuilt_dataset), "manifest digest"),
+    # hand-edited manifests
+    "manifest with a test task moved into training": (
+        edited_manifest(move_a_test_task_to_train),
+        "the task split",
+    ),
+    "manifest with another horizon": (
+        edited_manifest(lambda m: m.update(horizon=30)),
+        "horizon is 30 but sparse_point_robot has 20",
+    ),
+    "manifest with a goal moved": (edited_manifest(move_a_goal), "task 3 is"),
+    "manifest with another goal radius": (
+        edited_manifest(lambda m: m.update(goal_radius=-0.5)),
+        "use goal radius -0.5",
+    ),
+    "manifest of another family": (
+        edited_manifest(lambda m: m.update(family="point_robot_wind")),
+        "family is 'point_robot_wind'",
+    ),
+    # analyses
+    "analysis of a missing run": (analyze(None), "no such run directory"),
+    "analysis of an unknown name": (
+        analyze(copied_run, "--analyses", "embeding_variance"),
+        "embeding_variance",
+    ),
+    "analysis of a run without a checkpoint": (
+        analyze(lambda w, c: copied_run(w, c, drop=("checkpoint.pt", "checkpoint.prev.pt"))),
+        "no checkpoint.pt",
+    ),
+    "analysis with an out-of-range setting": (
+        analyze(
+            copied_run,
+            "--analyses",
+            "embedding_variance",
+            "--gin_param",
+            "embedding_variance.draws = 1",
+        ),
+        "embedding_variance.draws = 1: expected int ≥ 2",
+    ),
     # dataset collection
+    "collect: negative environment steps": (
+        collect("--env", "sparse_point_robot", "--gin_param", "behaviour_sac.env_steps = -1"),
+        "behaviour_sac.env_steps = -1: expected int ≥ 1",
+    ),
+    "collect: relabeled data for a family of another radius": (
+        collect("--env", "sparse_point_robot", "--protocol", "relabeled"),
+        "relabeled.goal_radius = -0.5, but SparsePointRobot scores with goal radius -0.2",
+    ),
+    "collect: store under a file": (
+        store_under_a_file,
+        "cannot create the dataset store",
+    ),
     "collect: unknown protocol": (
         collect("--env", "sparse_point_robot", "--protocol", "nope"),
         "nope",
@@ -347,6 +565,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         lambda w, c: ("report", [str(c / "none")], [], []),
         "does not exist",
     ),
+    "report of a run with a damaged eval.json": (
+        report_of(lambda run: (run / "eval.json").write_text("{oops")),
+        "eval.json is not valid JSON",
+    ),
+    "report of a run with an incomplete run.json": (
+        report_of(lambda run: (run / "run.json").write_text('{"recipe": "focal.gin"}')),
+        "lacks env, scale, seed, device",
+    ),
     "report of a directory without runs": (
         lambda w, c: ("report", [str(c)], [], []),
         "no finished runs",
@@ -363,6 +589,7 @@ def test_cuda_without_a_gpu(world, tmp_path):
 
 @dataclass
 class Outcome:
+    tool: str
     result: subprocess.CompletedProcess
     directory: Path
     absent: list[Path]
@@ -371,9 +598,10 @@ class Outcome:
 
 def attempt(case: str, world: World, directory: Path) -> Outcome:
     prepare, _ = CASES[case]
-    tool, args, absent, unchanged = prepare(world, directory)
+    tool, args, absent, unchanged, *env = prepare(world, directory)
     before = {p: state(p) for p in unchanged}
-    return Outcome(cli(tool, *args, env=ONE_THREAD), directory, absent, before)
+    result = cli(tool, *args, env={**ONE_THREAD, **(env[0] if env else {})})
+    return Outcome(tool, result, directory, absent, before)
 
 
 def state(path: Path):
@@ -393,7 +621,7 @@ def outcomes(world, tmp_path_factory) -> dict[str, Outcome]:
 def test_bad_input(case, outcomes):
     outcome, message = outcomes[case], CASES[case][1]
     r = outcome.result
-    assert r.returncode != 0, f"{case}: exit 0\n{r.stdout}"
+    assert r.returncode == 2, f"{case}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
     assert message in r.stderr, f"{case}: {message!r} not in:\n{r.stderr}"
     assert "Traceback" not in r.stderr
     for path in outcome.absent:
@@ -405,4 +633,13 @@ def test_bad_input(case, outcomes):
 
 
 def test_catalogue_is_large():
-    assert len(CASES) >= 20
+    assert len(CASES) >= 60
+    tools = {
+        prepare(World(*(Path("/nonexistent"),) * 4), Path("/nonexistent"))[0] for prepare, _ in []
+    }
+    assert tools == set()
+
+
+def test_docs_list_every_case():
+    listed = (Path(__file__).resolve().parents[1] / "docs" / "ERRORS.md").read_text()
+    assert [case for case in CASES if f"| {case} |" not in listed] == []

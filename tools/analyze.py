@@ -38,6 +38,7 @@ from components.reporting.run_dir import atomic_write_text  # noqa: E402
 from components.reporting.run_record import load_trained  # noqa: E402
 from registry import get, load_plugin  # noqa: E402
 from registry.recipes import parse_bindings  # noqa: E402
+from registry.validation import check_bindings  # noqa: E402
 
 ANALYSIS = "analysis.json"
 
@@ -55,6 +56,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def analyse(run_dir: Path, names: list[str], bindings: list[str]) -> dict:
     trained = load_trained(run_dir)
     parse_bindings(bindings, "--gin_param")
+    check_bindings()
     figures = run_dir / "figures"
     figures.mkdir(exist_ok=True)
     path = run_dir / ANALYSIS

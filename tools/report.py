@@ -52,6 +52,7 @@ from components.reporting.paper import (  # noqa: E402
     TABLE3,
 )
 from components.reporting.run_dir import atomic_write_text  # noqa: E402
+from components.reporting.run_record import read_run_record  # noqa: E402
 from components.sweep.runner import INDEX, read_index  # noqa: E402
 from registry import FocalppError  # noqa: E402
 
@@ -94,13 +95,31 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
             if not (run_dir / "eval.json").is_file():
                 others.append(f"unfinished (no eval.json): {run_dir}")
                 continue
-            run = json.loads((run_dir / "run.json").read_text())
-            run["eval"] = json.loads((run_dir / "eval.json").read_text())
+            run = read_run_record(run_dir, doing="report")
+            run["eval"] = _record(run_dir / "eval.json", "test_return_mean")
             analysis = run_dir / "analysis.json"
-            run["analysis"] = json.loads(analysis.read_text()) if analysis.is_file() else {}
+            run["analysis"] = _record(analysis) if analysis.is_file() else {}
             run["dir"] = run_dir
             finished.append(run)
     return finished, others
+
+
+def _record(path: Path, required: str | None = None) -> dict:
+    """A run's JSON record, or an error that names the damaged file."""
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FocalppError(
+            f"{path} is not valid JSON ({e}): the run directory is damaged; restore the file "
+            f"or leave that run out of the report"
+        ) from e
+    if not isinstance(record, dict) or (required is not None and required not in record):
+        raise FocalppError(
+            f"{path} is not a run's record (expected a JSON object"
+            f"{f' with {required!r}' if required else ''}): the run directory is damaged; "
+            "restore the file or leave that run out of the report"
+        )
+    return record
 
 
 def recipe_stem(run: dict) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
@@ -18,7 +19,10 @@ from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.evaluation.modes import eval_mode
 from registry import register
-from registry.constraints import PositiveInt
+from registry.constraints import Range
+from registry.validation import check_arguments
+
+Draws = Annotated[int, Range(low=2)]  # a variance needs two draws
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,10 @@ def embedding_variance(
     layout: ContextLayout,
     *,
     context_batch: int,
-    draws: PositiveInt = 32,
+    draws: Draws = 32,
 ) -> EmbeddingVariance:
     """Variance of task vectors over `draws` context batches of every task of `sampler`."""
-    if draws < 2:
-        raise ValueError(f"a variance needs at least 2 draws, got {draws}")
+    check_arguments("embedding_variance", embedding_variance, {"draws": draws})
     with eval_mode(encoder):
         positions = torch.arange(sampler.n_tasks, device=sampler.device).repeat(draws)
         context = layout.tensor(sampler.sample(positions, context_batch, sparse=layout.sparse))
@@ -63,7 +66,8 @@ class VarianceAnalysis:
         draws: context batches per task (of the run's context batch size).
     """
 
-    def __init__(self, *, draws: PositiveInt = 32):
+    def __init__(self, *, draws: Draws = 32):
+        check_arguments("embedding_variance", VarianceAnalysis.__init__, locals())
         self.draws = draws
 
     def __call__(self, trained, figures: Path) -> dict:
