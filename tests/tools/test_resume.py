@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from components.reporting.checkpoint import load_checkpoint, remove_stale_temporaries
+from components.reporting.checkpoint import (
+    CHECKPOINT,
+    load_checkpoint,
+    remove_stale_temporaries,
+)
 from tests.conftest import ROOT, cli
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -94,6 +99,30 @@ def test_sigkill_then_resume_matches_uninterrupted_run(uninterrupted, tiny_data,
     r = cli("run", "--resume", str(out), env=ONE_THREAD)
     assert r.returncode == 0, r.stderr
     assert f"resuming at step {checkpoint_step} of {STEPS}" in r.stdout
+    assert final(out) == uninterrupted
+
+
+def test_damaged_checkpoint_is_refused_and_the_previous_one_resumes_exactly(
+    uninterrupted, tiny_data, tmp_path
+):
+    """A bit flipped in checkpoint.pt: refused as damaged; doing what the message says (move
+    checkpoint.prev.pt over it, resume) ends exactly as the uninterrupted run."""
+    out = tmp_path / "damaged"
+    proc = start_run([*flags(tiny_data), "--out", str(out)])
+    wait_for_step(out, 130, proc)
+    proc.kill()
+    proc.wait()
+    path = out / CHECKPOINT
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    r = cli("run", "--resume", str(out), env=ONE_THREAD)
+    assert r.returncode == 2 and "is damaged" in r.stderr, r.stderr
+    move = re.search(r"`mv (\S+) (\S+)`", r.stderr.replace("\n", ""))
+    assert move is not None, r.stderr
+    os.replace(move.group(1), move.group(2))
+    r = cli("run", "--resume", str(out), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
     assert final(out) == uninterrupted
 
 
