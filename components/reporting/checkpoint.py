@@ -21,6 +21,7 @@ import hashlib
 import io
 import os
 import random
+import re
 import signal
 import threading
 from pathlib import Path
@@ -36,7 +37,6 @@ from registry import FocalppError
 CHECKPOINT = "checkpoint.pt"
 PREVIOUS = "checkpoint.prev.pt"
 _MAGIC = b"focalpp-checkpoint sha256="
-_LEGACY_GLOBALS = (np._core.multiarray._reconstruct, np.ndarray, np.dtype, np.dtypes.UInt32DType)
 
 
 class CheckpointError(FocalppError):
@@ -133,18 +133,32 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
         try:
             state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
         except Exception as e:  # a whole file that still does not unpickle as data
-            raise _damaged(path, f"it does not load as tensors and plain data ({e})") from e
+            raise _damaged(path, f"it does not load as tensors and plain data ({_why(e)})") from e
     elif data.startswith(b"PK"):  # a zip: written before checkpoints carried a digest
         try:
-            with torch.serialization.safe_globals(list(_LEGACY_GLOBALS)):
+            with torch.serialization.safe_globals(_legacy_globals()):
                 state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         except Exception as e:
-            raise _damaged(path, f"it does not load ({e})") from e
+            raise _damaged(path, f"it does not load as tensors and plain data ({_why(e)})") from e
     else:
         raise _damaged(path, "it does not start like a focalpp checkpoint")
     if not isinstance(state, dict) or "step" not in state:
         raise _damaged(path, "it holds no training step")
     return state
+
+
+def _legacy_globals() -> list:
+    """What older checkpoints need besides tensors: NumPy's random state as an array."""
+    core = getattr(np, "_core", None) or np.core  # NumPy 2 renamed np.core
+    return [core.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+
+
+def _why(error: Exception) -> str:
+    """torch's reason in one line (its full message also suggests loading unsafely)."""
+    text = str(error)
+    found = re.search(r"WeightsUnpickler error: ([^\n]*)", text)
+    reason = found.group(1).split(" Please use")[0] if found else text.strip().splitlines()[0]
+    return reason[:200]
 
 
 def _damaged(path: Path, why: str) -> CheckpointError:
