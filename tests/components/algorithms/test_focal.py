@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from components.reporting.checkpoint import load_checkpoint
 from registry import RecipeError
 from tests.conftest import DATA, cli, run_row
 
@@ -98,7 +99,7 @@ def test_distinct_tasks_beyond_the_training_set_are_refused(tiny_data, tmp_path)
         build_row("focalpp.gin", tiny_data, tmp_path, "focal.meta_batch = 500")
 
 
-def test_nan_stops_the_run_naming_loss_and_step_and_keeps_the_checkpoint(tiny_data, tmp_path):
+def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
     out = tmp_path / "run"
     result = cli(
         "run",
@@ -115,17 +116,18 @@ def test_nan_stops_the_run_naming_loss_and_step_and_keeps_the_checkpoint(tiny_da
         "--gin_param",
         "focal.eval_every = 2",
         "--gin_param",
-        "brac.reward_scale = 1e400",  # inf: the Q loss is not finite from step 1
+        "brac.reward_scale = 1e38",  # finite, but the Q loss overflows from step 1
     )
     assert result.returncode == 2, result.stderr
     assert "loss_q became" in result.stderr and "in steps 1-2" in result.stderr
     assert "Traceback" not in result.stderr
     assert "no checkpoint had been written yet" in result.stderr
+    assert f"{out} was removed" in result.stderr and not out.exists()  # nothing to resume
 
 
 def test_checkpoint_survives_a_later_divergence(tiny_data, tmp_path):
     trainer = build_row("focal.gin", tiny_data, tmp_path, "focal.steps = 4", "focal.eval_every = 2")
-    saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    saved = load_checkpoint(tmp_path / "run")
     assert saved["step"] == 4
     with torch.no_grad():  # poison the actor-critic: the next step's losses are NaN
         for p in trainer.agent.q.parameters():
@@ -133,7 +135,7 @@ def test_checkpoint_survives_a_later_divergence(tiny_data, tmp_path):
     trainer.steps = 6
     with pytest.raises(Exception, match=r"loss_\w+ became nan in steps 5-6.*last good checkpoint"):
         trainer.run()
-    kept = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    kept = load_checkpoint(tmp_path / "run")
     assert kept["step"] == 4
     assert all(torch.isfinite(v).all() for v in kept["agent"].values())
 
