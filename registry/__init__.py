@@ -2,7 +2,7 @@
 
     from registry import register
 
-    @register("encoder", "mlp")
+    @register("transition_encoder", "mlp")
     class MLPEncoder(nn.Module): ...
 
 A recipe then selects it with `@mlp` and binds `mlp.hidden = 200`. See docs/ARCHITECTURE.md.

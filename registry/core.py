@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import gin
 
 from registry.errors import DuplicateComponentError, UnknownComponentError, UnknownKindError
-from registry.kinds import KINDS
+from registry.kinds import KINDS, SPLIT
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ class Entry:
 
     @property
     def gin_name(self) -> str:
-        """The fully qualified gin name, e.g. `encoder.mlp`."""
+        """The fully qualified gin name, e.g. `transition_encoder.mlp_encoder`."""
         return f"{self.kind}.{self.name}"
 
 
@@ -41,6 +41,12 @@ _ENTRIES: dict[tuple[str, str], Entry] = {}
 
 def check_kind(kind: str) -> str:
     """Return `kind` if declared in `registry.kinds.KINDS`, else raise naming the valid kinds."""
+    if kind in SPLIT:
+        raise UnknownKindError(
+            f"component kind {kind!r} was split by contract into "
+            + " and ".join(f"{k!r} ({KINDS[k]})" for k in SPLIT[kind])
+            + ": register under the one whose contract your component honours"
+        )
     if kind not in KINDS:
         raise UnknownKindError(
             f"unknown component kind {kind!r}; expected one of: {', '.join(sorted(KINDS))}"
@@ -55,7 +61,7 @@ def register(kind: str, name: str | None = None) -> Callable[[T], T]:
     """Decorator: register a class or function as component `name` (default `__name__`).
 
     Example:
-        @register("encoder", "mlp")
+        @register("transition_encoder", "mlp_encoder")
         class MLPEncoder(nn.Module): ...
     """
     check_kind(kind)

@@ -1,26 +1,59 @@
 """The kinds of component focalpp knows, each with the contract its members honour.
 
 Shapes use einops letters: T tasks in a meta-batch, B transitions per task, F features,
-Z latent dimensions. A new kind is one new line here.
+Z latent dimensions, A action dimensions, K per-task learners. A kind's one-line contract here
+is what the catalogue prints; the contract as code (a Protocol and a probe that builds a member
+at tiny sizes and checks each promise) is in `components/contracts/`. A new kind is one line
+here and one contract there.
 """
 
 from __future__ import annotations
 
 KINDS: dict[str, str] = {
-    "tokenizer": "splits transitions [T, B, F] into tokens [T, B, L, D] for sequence models",
-    "encoder": "maps context transitions [T, B, F] to per-transition embeddings [T, B, Z]",
-    "attention": "reweights or mixes embeddings inside one task's context batch [T, B, Z]",
-    "objective": "task-representation loss: forward(named batch) -> dict of loss_* and diagnostics",
-    "network": "torch.nn.Module building block (MLP, policy, critic) with explicit in/out sizes",
-    "rl_loss": "actor-critic loss: forward(named batch) -> dict of loss_* and diagnostics",
-    "agent": "K behaviour learners: act(obs [K, N, F]) -> [K, N, A], update(batch), or settings",
-    "env": "meta-environment family: gymnasium env factory plus its task distribution",
-    "dataset": "builds or loads offline per-task datasets stored as [n_tasks, N, F] arrays",
+    "transition_encoder": (
+        "cls(sizes=, latent_dim=); forward(context [T, B, F]) -> per-transition embeddings "
+        "[T, B, Z]"
+    ),
+    "context_encoder": (
+        "cls(sizes=, latent_dim=); forward(context [T, B, F]) -> Encoded(per_transition "
+        "[T, B, Z], weights [T, B], mean [T, Z] (the task vector z), losses {loss_*})"
+    ),
+    "attention": "cls(latent_dim=); forward(embeddings [T, B, Z]) -> weights [T, B], ≥ 0",
+    "tokenizer": "cls(sizes=, d_model=); forward(context [T, B, F]) -> tokens [T, B, L, D]",
+    "objective": "cls(); forward(TaskEmbeddings) -> {loss_*: scalar, diagnostics}",
+    "metric_loss": "cls(); forward(anchor, positive, negative [T, Z]) -> {loss_*: scalar}",
+    "network": "torch.nn.Module building block (MLP, policy, models) with explicit sizes",
+    "divergence": (
+        "cls(in_features=, act_dim=); estimate(x, data_action, policy_action) -> [...]; "
+        "loss(x, data_action, policy_action) -> {loss_*: scalar}"
+    ),
+    "agent": (
+        "cls(obs_dim=, act_dim=, latent_dim=); act(obs [T, N, F], z [T, N, Z]) -> [T, N, A]; "
+        "update(Transitions [T, B, ...], z [T, Z]) -> {loss_*, diagnostics}; optimizers()"
+    ),
+    "behaviour_learner": (
+        "cls(n_tasks=K, obs_dim=, act_dim=); act(obs [K, N, F]) -> [K, N, A]; "
+        "update(Transitions [K, B, ...]) -> {loss_*, diagnostics}"
+    ),
+    "behaviour": "settings of the behaviour policies a dataset protocol trains (a dataclass)",
+    "env": "cls(seed=): meta-environment family: its task distribution and gymnasium envs",
+    "dataset": "cls(): settings() -> dict; build(family, seed=, progress=, tasks=) -> Collected",
     "sampler": "draws meta-batches [T, B, F] of named fields from tensor-resident datasets",
     "algorithm": (
-        "class built as cls(run=RunContext) that builds its parts; .run() -> metrics dict, "
-        "continuing from run.run_dir's checkpoint when run.resume is set"
+        "cls(run=RunContext) builds its parts; .run() -> metrics dict, continuing from "
+        "run.run_dir's checkpoint when run.resume is set"
     ),
-    "evaluator": "meta-test protocol or analysis: called on a trained algorithm, returns metrics",
-    "backend": "executes a list of runs (local process pool, Ray); returns their outcomes",
+    "meta_test": (
+        "cls(); __call__(family=, data=, tasks=, layout=, encoder=, act=, device=, seed=) -> "
+        "a result with mean, std and to_dict()"
+    ),
+    "analysis": "cls(); __call__(trained algorithm, figures_dir) -> dict of JSON-able results",
+    "backend": "cls(workers=); run(jobs, ...) -> their outcomes (local process pool, Ray)",
+}
+
+# Kinds of earlier versions, and what they became: a plugin that still names one is told.
+SPLIT: dict[str, tuple[str, ...]] = {
+    "encoder": ("transition_encoder", "context_encoder"),
+    "evaluator": ("meta_test", "analysis"),
+    "rl_loss": ("divergence",),
 }

@@ -1,8 +1,10 @@
 """Import a researcher's own module so that what it registers is usable in recipes.
 
 A plugin is an importable module name (`my_lab.encoders`) or a path to a `.py` file. A file is
-imported once per resolved path, under a stable module name, so loading it again is a no-op
-(registering its components twice would be an error).
+imported once per resolved path, so loading it again is a no-op (registering its components twice
+would be an error). It is imported under its own name (`my_encoder.py` → `my_encoder`) unless
+another module already holds that name, so a recipe's `import my_encoder` line finds the module
+the `--plugin` flag loaded instead of importing the file a second time.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ def _load_file(path: Path) -> ModuleType:
     path = path.expanduser().resolve()
     if not path.is_file():
         raise PluginError(f"plugin file not found: {path}; expected a path to a .py file")
+    for module in list(sys.modules.values()):  # loaded before, by this or another name
+        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path:
+            return module
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    module_name = f"focalpp_plugin_{path.stem}_{digest}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
+    taken = path.stem in sys.modules or not path.stem.isidentifier()
+    module_name = f"focalpp_plugin_{path.stem}_{digest}" if taken else path.stem
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:
         raise PluginError(f"cannot import plugin file {path}: not a Python source file")

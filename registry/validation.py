@@ -43,6 +43,38 @@ def check_bindings() -> None:
                 _check_value(f"{where}{short}.{name}", value, hints[name], _BINDING_HINT)
 
 
+def shadowed_bindings() -> list[str]:
+    """Unscoped bindings that nothing used because every build of their configurable was in a
+    scope that binds the same argument itself (call after building): `context_encoder.gate =
+    @batch_gate` next to `a/context_encoder.gate` and `b/context_encoder.gate`, say."""
+    built: dict[str, list[str]] = {}
+    for scope, selector in gin.config._OPERATIVE_CONFIG:
+        built.setdefault(selector, []).append(scope)
+    found = []
+    for (scope, selector), params in gin.config._CONFIG.items():
+        if scope or selector not in built:
+            continue
+        for arg in params:
+            if all(_scope_binds(s, selector, arg) for s in built[selector]):
+                short = selector.rsplit(".", 1)[-1]
+                scopes = sorted(set(built[selector]))
+                found.append(
+                    f"{short}.{arg} is never used: every {short} is built in a scope that "
+                    f"binds {arg} itself ({', '.join(f'{s}/{short}.{arg}' for s in scopes)}); "
+                    "bind the scoped one, or remove it"
+                )
+    return found
+
+
+def _scope_binds(scope: str, selector: str, arg: str) -> bool:
+    """A build in `scope` (e.g. 'a/b') takes `arg` from a scoped binding, not the unscoped one."""
+    if not scope:
+        return False
+    parts = scope.split("/")
+    prefixes = {"/".join(parts[: i + 1]) for i in range(len(parts))} | set(parts)
+    return any(arg in gin.config._CONFIG.get((p, selector), {}) for p in prefixes)
+
+
 def check_arguments(owner: str, function: Any, values: dict[str, Any]) -> None:
     """The range check of `check_bindings` for a constructor called from Python:
     `check_arguments("focal", FocalTrainer.__init__, locals())` raises a RecipeError naming
@@ -101,7 +133,7 @@ def _check_kind(binding: str, value: Any, default: Any) -> None:
     raise RecipeError(
         f"{binding} = @{chosen.name}: {chosen.name} is a registered {chosen.kind}, but this "
         f"parameter takes a(n) {expected.kind} (its default is @{expected.name}); "
-        f"see `python tools/components.py --kind {expected.kind}`"
+        f"see `python tools/catalog.py --kind {expected.kind}`"
     )
 
 

@@ -319,6 +319,22 @@ def plugin_file(text: str, tool: str = "run") -> Prepare:
     return prepare
 
 
+def objective_plugin(body: str) -> Prepare:
+    """A recipe whose objective comes from a plugin file with `forward` returning `body`."""
+
+    def prepare(world: World, case: Path):
+        plugin = case / "my_objective.py"
+        plugin.write_text(
+            "import torch\nfrom registry import register\n\n"
+            "@register('objective', 'my_objective')\nclass Mine(torch.nn.Module):\n"
+            f"    def forward(self, emb):\n        {body}\n"
+        )
+        extra = ("--plugin", str(plugin), "--gin_param", "focal.objective = @my_objective")
+        return "run", run_args(world, case / "run", *extra), [case / "run"], []
+
+    return prepare
+
+
 def analyze(make: Callable[[World, Path], Path] | None, *extra: str) -> Prepare:
     def prepare(world: World, case: Path):
         run_dir = make(world, case) if make else case / "missing-run"
@@ -449,7 +465,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "binding without a value": (binding("focal.steps ="), "write a Python literal"),
     "nan in a binding": (binding("focal.encoder_lr = nan"), "gin has no nan or inf"),
     "training that diverges before its first checkpoint": (
-        binding("brac.reward_scale = 1e38"),
+        binding("focal.encoder_lr = 1e30"),
         "no checkpoint had been written",
     ),
     "missing recipes directory": (
@@ -465,6 +481,23 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "is a built-in component (module 'components.objectives.matrix_moco')",
     ),
     "plugin that raises on import": (plugin_file("raise RuntimeError('boom')\n"), "boom"),
+    "a setting that breaks a part's contract": (
+        binding("brac.reward_scale = 1e38"),
+        "@brac (built with this run's bindings: one of them may be the cause) breaks",
+    ),
+    "encoder of the other encoder contract": (
+        binding("focal.encoder = @mlp_encoder"),
+        "mlp_encoder is a registered transition_encoder, but this parameter takes a(n) "
+        "context_encoder",
+    ),
+    "objective that returns a bare tensor": (
+        objective_plugin("return emb.query_mean.pow(2).mean()"),
+        "return from forward(TaskEmbeddings) a dict of named terms",
+    ),
+    "objective without a loss_ term": (
+        objective_plugin("return {'spread': emb.query_mean.pow(2).mean()}"),
+        "at least one `loss_*` term",
+    ),
     # checkpoints
     "resume of a checkpoint with one bit flipped": (
         spoiled_checkpoint(flip_a_checkpoint_bit),

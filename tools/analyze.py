@@ -25,20 +25,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
-# which would shadow the components package.
-sys.path.insert(0, str(ROOT))
+from rich.markup import escape
 
-from rich.markup import escape  # noqa: E402
-
-from components.evaluation.analyses import NAMES as ANALYSES  # noqa: E402  (registers them)
-from components.reporting.console import out, run_tool  # noqa: E402
-from components.reporting.run_dir import atomic_write_text  # noqa: E402
-from components.reporting.run_record import load_trained  # noqa: E402
-from registry import get, load_plugin  # noqa: E402
-from registry.recipes import parse_bindings  # noqa: E402
-from registry.validation import check_bindings  # noqa: E402
+from components.evaluation.analyses import NAMES as ANALYSES  # registers them
+from components.reporting.console import out, run_tool
+from components.reporting.run_dir import atomic_write_text
+from components.reporting.run_record import load_trained
+from registry import get, load_plugin
+from registry.recipes import parse_bindings
+from registry.validation import check_bindings
 
 ANALYSIS = "analysis.json"
 
@@ -62,7 +57,7 @@ def analyse(run_dir: Path, names: list[str], bindings: list[str]) -> dict:
     path = run_dir / ANALYSIS
     results = json.loads(path.read_text()) if path.is_file() else {}
     for name in names:
-        analysis = get("evaluator", name)()
+        analysis = get("analysis", name)()
         results[name] = analysis(trained, figures)
         atomic_write_text(path, json.dumps(results, indent=1))
     trained.evaluator.close()
@@ -74,7 +69,7 @@ def execute(args: argparse.Namespace) -> int:
         load_plugin(plugin)  # a new analysis outside the package registers itself here
     names = [n.strip() for n in args.analyses.split(",") if n.strip()]
     for name in names:
-        get("evaluator", name)  # an unknown name fails before any work, with suggestions
+        get("analysis", name)  # an unknown name fails before any work, with suggestions
     for run_dir in args.runs:
         results = analyse(run_dir, names, args.gin_param)
         out.print(f"[bold]{escape(str(run_dir))}[/]")

@@ -34,30 +34,25 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
-# which would shadow the components package.
-sys.path.insert(0, str(ROOT))
+import gin
+import numpy as np
+import torch
+from rich.console import Console
+from rich.table import Table
 
-import gin  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-import components.envs  # noqa: E402, F401  (registers the families)
-from components.benchmarks.limits import count_flops  # noqa: E402
-from components.benchmarks.sections import SECTIONS as TRAINING_SECTIONS  # noqa: E402
-from components.data.behaviour import rollout  # noqa: E402
-from components.data.build import describe, ensure_dataset  # noqa: E402
-from components.data.protocols import CheckpointRollouts  # noqa: E402
-from components.data.replay import TaskReplay  # noqa: E402
-from components.data.transitions import Transitions  # noqa: E402
-from components.envs.point_robot import PointRobotFamily  # noqa: E402
-from components.reporting.run_dir import atomic_write_text  # noqa: E402
-from components.runtime import tune_allocator  # noqa: E402
-from registry import get, names  # noqa: E402
-from registry.recipes import compose_columns  # noqa: E402
+import components.envs  # noqa: F401  (registers the families)
+from components.benchmarks.limits import count_flops
+from components.benchmarks.sections import SECTIONS as TRAINING_SECTIONS
+from components.data.behaviour import rollout
+from components.data.build import describe, ensure_dataset
+from components.data.protocols import CheckpointRollouts
+from components.data.replay import TaskReplay
+from components.envs.point_robot import PointRobotFamily
+from components.reporting.run_dir import atomic_write_text
+from components.runtime import tune_allocator
+from components.transitions import Transitions
+from registry import get, names
+from registry.recipes import compose_columns
 
 console = Console(highlight=False)
 

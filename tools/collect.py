@@ -25,25 +25,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
-# which would shadow the components package.
-sys.path.insert(0, str(ROOT))
+import gin
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
 
-import gin  # noqa: E402
-from rich.markup import escape  # noqa: E402
-from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-import components.data.protocols  # noqa: E402  (registers the protocols)
-import components.data.relabel  # noqa: E402
-import components.envs  # noqa: E402, F401  (registers the families)
-from components.data.build import describe, ensure_dataset  # noqa: E402
-from components.data.shards import build_shard, merge_shards  # noqa: E402
-from components.data.store import MANIFEST, cache_root, load_dataset  # noqa: E402
-from components.reporting.console import out, run_tool  # noqa: E402
-from registry import FocalppError, get, names  # noqa: E402
-from registry.recipes import compose_columns  # noqa: E402
+import components.data.protocols  # registers the protocols
+import components.data.relabel
+import components.envs  # noqa: F401  (registers the families)
+from components.data.build import describe, ensure_dataset
+from components.data.shards import build_shard, merge_shards
+from components.data.store import MANIFEST, cache_root, load_dataset
+from components.reporting.console import out, run_tool
+from registry import FocalppError, get, names
+from registry.recipes import compose_columns
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -31,30 +31,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
-# which would shadow the components package.
-sys.path.insert(0, str(ROOT))
+import numpy as np
+from rich.markup import escape
+from rich.table import Table
 
-import numpy as np  # noqa: E402
-from rich.markup import escape  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from components.evaluation.embedding_variance import crossovers  # noqa: E402
-from components.reporting import figures  # noqa: E402
-from components.reporting.console import out, run_tool  # noqa: E402
-from components.reporting.metrics import read_metrics  # noqa: E402
-from components.reporting.paper import (  # noqa: E402
+from components.evaluation.embedding_variance import crossovers
+from components.reporting import figures
+from components.reporting.console import out, run_tool
+from components.reporting.metrics import read_metrics
+from components.reporting.paper import (
     ATTENTION_AUC,
     TABLE1,
     TABLE1_DENSE,
     TABLE2,
     TABLE3,
 )
-from components.reporting.run_dir import atomic_write_text  # noqa: E402
-from components.reporting.run_record import read_run_record  # noqa: E402
-from components.sweep.runner import INDEX, read_index  # noqa: E402
-from registry import FocalppError  # noqa: E402
+from components.reporting.run_dir import atomic_write_text
+from components.reporting.run_record import read_run_record
+from components.sweep.runner import INDEX, read_index
+from registry import FocalppError
 
 
 @dataclass

@@ -26,26 +26,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
-# which would shadow the components package.
-sys.path.insert(0, str(ROOT))
+import numpy as np
+import torch
+from rich.markup import escape
+from rich.table import Table
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from rich.markup import escape  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from components.reporting.checkpoint import CHECKPOINT  # noqa: E402
-from components.reporting.console import out, run_tool  # noqa: E402
-from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir  # noqa: E402
-from components.reporting.run_record import (  # noqa: E402
+from components.reporting.checkpoint import CHECKPOINT
+from components.reporting.console import err, out, run_tool
+from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir
+from components.reporting.run_record import (
     compose_recorded,
     portable,
     read_run_record,
     recorded_recipe,
 )
-from registry import (  # noqa: E402
+from registry import (
     RECIPES_DIR,
     Composition,
     FocalppError,
@@ -53,7 +48,8 @@ from registry import (  # noqa: E402
     compose,
     operative_config,
 )
-from registry.recipes import build, find_recipe  # noqa: E402
+from registry.recipes import build, find_recipe
+from registry.validation import shadowed_bindings
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -212,6 +208,8 @@ def execute(args: argparse.Namespace) -> int:
         if not resume:
             shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
         raise
+    for warning in shadowed_bindings():
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
     if resume:
         check_dataset(algorithm, record, run_dir)
     else:  # a resumed run keeps its files until its checkpoint is accepted

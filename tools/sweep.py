@@ -18,21 +18,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich.markup import escape
+from rich.table import Table
+
+import components.sweep.local  # registers the backends
+import components.sweep.ray_backend  # noqa: F401
+from components.reporting.console import out, run_tool
+from components.sweep.job import Outcome
+from components.sweep.runner import INDEX, run_study
+from components.sweep.study import StudyError, load_study
+from registry import FocalppError, get
+
 ROOT = Path(__file__).resolve().parents[1]
-# First, even if ROOT is on PYTHONPATH: this script's own folder holds tools/components.py,
-# which would shadow the components package.
-sys.path.insert(0, str(ROOT))
-
-from rich.markup import escape  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-import components.sweep.local  # noqa: E402  (registers the backends)
-import components.sweep.ray_backend  # noqa: E402, F401
-from components.reporting.console import out, run_tool  # noqa: E402
-from components.sweep.job import Outcome  # noqa: E402
-from components.sweep.runner import INDEX, run_study  # noqa: E402
-from components.sweep.study import StudyError, load_study  # noqa: E402
-from registry import FocalppError, get  # noqa: E402
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -34,6 +34,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from components.contracts import check_parts
 from components.data.build import ensure_dataset
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
@@ -222,6 +223,14 @@ class FocalTrainer:
             sparse=self.family.goal_radius is not None,
         )
 
+        # Each part against its kind's contract, at tiny sizes and under this recipe's bindings,
+        # before anything is trained (components/contracts/; the global random state is kept).
+        dims = {"obs_dim": self.family.obs_dim, "act_dim": self.family.act_dim}
+        check_parts(
+            (encoder, "context_encoder", {"sizes": self.layout.sizes, "latent_dim": latent_dim}),
+            (objective, "objective", {}),
+            (agent, "agent", {**dims, "latent_dim": latent_dim}),
+        )
         torch.manual_seed(run.seed)
         self.encoder = encoder(sizes=self.layout.sizes, latent_dim=latent_dim).to(self.device)
         self.objective = objective().to(self.device) if objective is not None else None

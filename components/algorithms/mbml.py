@@ -32,10 +32,11 @@ from typing import Any
 import torch
 
 from components.algorithms.focal import FocalTrainer
-from components.data.transitions import Transitions
+from components.contracts import check_parts
 from components.objectives.triplet import Triplet
 from components.rl.bcq import BCQ
 from components.rl.task_models import TaskModels
+from components.transitions import Transitions
 from registry import RecipeError, RunContext, register
 from registry.constraints import Count
 from registry.validation import check_arguments
@@ -92,6 +93,7 @@ class MBMLTrainer(FocalTrainer):
         )
         self.teachers.to(self.device)
         self.task_models.to(self.device)
+        check_parts((metric, "metric_loss", {}))
         self.metric = metric().to(self.device)
         self._every_task = torch.arange(k, device=self.device)
 

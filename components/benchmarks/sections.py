@@ -32,11 +32,10 @@ from components.benchmarks.training import (
     sweep_step_ms,
 )
 from components.reporting import figures
-from components.reporting.paper import TABLE1
+from components.reporting.paper import ROWS, TABLE1
 
 console = Console(highlight=False, width=max(120, Console().width))
 ROOT = Path(__file__).resolve().parents[2]
-ROWS = ["focal", "focalpp_contrastive", "focalpp_batchwise", "focalpp_seqwise", "focalpp"]
 BASELINES = ["batch_pearl", "contextual_bcq"]
 
 

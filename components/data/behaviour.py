@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 from components.data.replay import TaskReplay
-from components.data.transitions import Transitions
 from components.envs.family import EnvFamily, Task
 from components.rl.sac import TaskBatchedSAC
+from components.transitions import Transitions
 
 Progress = Callable[[int, int], None]  # (done, total)
 

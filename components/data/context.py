@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from components.data.transitions import Transitions
+from components.transitions import Transitions
 
 
 @dataclass(frozen=True)

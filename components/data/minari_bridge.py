@@ -19,7 +19,7 @@ import numpy as np
 
 import components.envs  # noqa: F401  (the families and their gymnasium ids)
 from components.data.store import Dataset, DatasetError, QualityData
-from components.data.transitions import FIELDS, Transitions
+from components.transitions import FIELDS, Transitions
 from registry import get
 
 

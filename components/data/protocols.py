@@ -23,9 +23,9 @@ import torch
 
 from components.data.behaviour import Progress, Rollouts, rollout, train_behaviour
 from components.data.store import DatasetError, QualityData
-from components.data.transitions import FIELDS, Transitions
 from components.envs.family import EnvFamily
 from components.rl.sac import TaskBatchedSAC
+from components.transitions import FIELDS, Transitions
 from registry import register
 from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt, Range, Widths
 
@@ -39,7 +39,7 @@ class Collected:
     settings: dict[str, Any]
 
 
-@register("agent", "behaviour_sac")
+@register("behaviour", "behaviour_sac")
 @dataclass(frozen=True)
 class BehaviourSettings:
     """Behaviour-SAC training shared by the collection protocols (counts are per task).

@@ -15,9 +15,9 @@ import numpy as np
 from components.data.behaviour import Progress
 from components.data.protocols import CheckpointRollouts, Collected
 from components.data.store import DatasetError, QualityData
-from components.data.transitions import Transitions
 from components.envs.family import EnvFamily
 from components.envs.sparse import sparsify
+from components.transitions import Transitions
 from registry import register
 from registry.constraints import PositiveInt
 

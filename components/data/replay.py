@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from components.data.transitions import Transitions
+from components.transitions import Transitions
 
 
 class TaskReplay:

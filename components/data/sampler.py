@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from components.data.store import DatasetError, QualityData
-from components.data.transitions import FIELDS, Transitions
+from components.transitions import FIELDS, Transitions
 from registry import register
 
 

@@ -32,7 +32,7 @@ from components.data.store import (
     dataset_dir,
     write_dataset,
 )
-from components.data.transitions import FIELDS, Transitions
+from components.transitions import FIELDS, Transitions
 from registry import get
 
 

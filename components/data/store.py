@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from components.data.transitions import FIELDS, Transitions
+from components.transitions import FIELDS, Transitions
 from registry import FocalppError
 
 FORMAT = "focalpp-dataset/1"

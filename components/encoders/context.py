@@ -8,6 +8,7 @@ branch and a sequence-attention branch, added (FOCAL++ §3.2, "connect them in p
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -17,7 +18,7 @@ from components.encoders.mlp import MLPEncoder
 from registry import register
 
 
-@register("encoder", "context_encoder")
+@register("context_encoder", "context_encoder")
 class ContextEncoder(nn.Module):
     """Context [T, B, F] -> Encoded: per-transition embeddings, batch weights, task vector.
 
@@ -46,7 +47,7 @@ class ContextEncoder(nn.Module):
         return Encoded(e, w, weighted_mean(e, w))
 
 
-@register("encoder", "parallel_encoder")
+@register("context_encoder", "parallel_encoder")
 class ParallelEncoder(nn.Module):
     """Several context encoders side by side; embeddings and task vectors are added.
 
@@ -57,6 +58,8 @@ class ParallelEncoder(nn.Module):
         latent_dim: Z (set by the algorithm).
         branches: context-encoder factories (gin: a list of scoped `@context_encoder`s).
     """
+
+    contract_example: ClassVar = {"branches": (ContextEncoder, ContextEncoder)}  # probe builds
 
     def __init__(
         self, *, sizes: Sequence[int], latent_dim: int, branches: Sequence[Callable[..., nn.Module]]

@@ -12,7 +12,7 @@ from registry.constraints import Widths
 from registry.validation import check_arguments
 
 
-@register("encoder", "mlp_encoder")
+@register("transition_encoder", "mlp_encoder")
 class MLPEncoder(nn.Module):
     """Each transition [T, B, F] -> embedding [T, B, Z] by a ReLU MLP with a tanh output.
 

@@ -35,7 +35,7 @@ def kl_to_unit_gaussian(mean: torch.Tensor, variance: torch.Tensor) -> torch.Ten
     return 0.5 * (variance + mean**2 - 1.0 - variance.log()).sum(-1)
 
 
-@register("encoder", "probabilistic_encoder")
+@register("context_encoder", "probabilistic_encoder")
 class ProbabilisticEncoder(nn.Module):
     """Context [T, B, F] -> Encoded with z drawn from the product of per-transition Gaussians.
 

@@ -19,7 +19,7 @@ from registry import register
 from registry.constraints import Fraction, PositiveInt
 
 
-@register("encoder", "sequence_attention")
+@register("transition_encoder", "sequence_attention")
 class SequenceAttentionEncoder(nn.Module):
     """Transitions [T, B, F] -> tokens [T·B, L, D] -> transformer -> mean over L -> [T, B, Z].
 

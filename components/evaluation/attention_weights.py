@@ -75,7 +75,7 @@ def attention_weights(
     )
 
 
-@register("evaluator", "attention_auc")
+@register("analysis", "attention_auc")
 class AttentionAnalysis:
     """Figure 4c for a trained run: AUC of batch weights for rewarded transitions, and the
     two weight densities (`attention_densities.png`).

@@ -10,7 +10,7 @@ from pathlib import Path
 from registry import register
 
 
-@register("evaluator", "distribution_shift")
+@register("analysis", "distribution_shift")
 class ShiftAnalysis:
     """Args:
     qualities: the test-context qualities (default: every quality of the run's dataset).

@@ -58,7 +58,7 @@ def embedding_variance(
     return EmbeddingVariance(float(per_task.mean()), per_task.tolist())
 
 
-@register("evaluator", "embedding_variance")
+@register("analysis", "embedding_variance")
 class VarianceAnalysis:
     """Table 2 for a trained run: embedding variance over its training tasks.
 

@@ -103,7 +103,7 @@ class MetaTestResult:
         return record
 
 
-@register("evaluator", "meta_test")
+@register("meta_test", "meta_test")
 class MetaTest:
     """Scores a context encoder and a policy on held-out tasks, online.
 

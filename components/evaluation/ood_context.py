@@ -43,7 +43,7 @@ def donor_context(
     return QualityData(moved, length)
 
 
-@register("evaluator", "ood_context")
+@register("analysis", "ood_context")
 class OODContextAnalysis:
     """Test return with in- and out-of-distribution behaviour context.
 

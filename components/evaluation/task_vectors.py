@@ -131,7 +131,7 @@ def holding_errors(trained, z: np.ndarray, *, last: int) -> dict[str, float] | N
     return {name: float((value / counts).mean()) for name, value in sums.items()}
 
 
-@register("evaluator", "task_vectors")
+@register("analysis", "task_vectors")
 class TaskVectorAnalysis:
     """Task-vector diagnostics of a trained run (module docstring), at one context size.
 

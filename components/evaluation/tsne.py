@@ -51,7 +51,7 @@ def query_embeddings(
     return tsne_map(e.reshape(-1, e.shape[-1]).float().cpu().numpy(), labels, seed=seed)
 
 
-@register("evaluator", "tsne")
+@register("analysis", "tsne")
 class TSNEAnalysis:
     """Figure 3 (right) for a trained run: `tsne.png` of query embeddings by task.
 

@@ -24,7 +24,7 @@ def triplet_loss(
     return torch.relu(closer - farther + margin).mean()
 
 
-@register("objective", "triplet")
+@register("metric_loss", "triplet")
 class Triplet(nn.Module):
     """MBML's metric loss on task vectors (anchor, positive, negative) [T, Z].
 

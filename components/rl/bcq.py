@@ -19,9 +19,9 @@ import copy
 import torch
 from torch import nn
 
-from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.networks import MLP
+from components.transitions import Transitions
 from registry import register
 from registry.constraints import (
     Count,

@@ -18,10 +18,10 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.divergence import DualKLCritic
 from components.rl.networks import MLP, TanhGaussianPolicy
+from components.transitions import Transitions
 from registry import register
 from registry.constraints import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt, Widths
 

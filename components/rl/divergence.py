@@ -18,7 +18,7 @@ from registry.constraints import NonNegativeFloat, Widths
 PENALTIES = ("action_gradient", "value")
 
 
-@register("rl_loss", "dual_kl_critic")
+@register("divergence", "dual_kl_critic")
 class DualKLCritic(nn.Module):
     """c(s, a, z): inputs [..., F + A] (state and task vector, then action) -> [...].
 

@@ -14,15 +14,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
+from components.transitions import Transitions
 from registry import register
 from registry.constraints import Fraction, PositiveFloat, Widths
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 
 
-@register("agent", "task_batched_sac")
+@register("behaviour_learner", "task_batched_sac")
 class TaskBatchedSAC(nn.Module):
     """K soft actor-critics in lockstep: act on obs [K, N, F], update on batches [K, B, ...].
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
+from components.transitions import Transitions
 from registry import register
 from registry.constraints import PositiveFloat, Widths
 

@@ -69,7 +69,12 @@ def run_study(
     if study.analyses:
         jobs = [
             Job(
-                AnalyzeSpec(f"analyze-{spec.name}", str(out / "runs" / spec.name), study.analyses),
+                AnalyzeSpec(
+                    f"analyze-{spec.name}",
+                    str(out / "runs" / spec.name),
+                    study.analyses,
+                    study.plugins,
+                ),
                 str(out),
                 study.threads_per_run,
             )

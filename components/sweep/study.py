@@ -27,7 +27,7 @@ from typing import Any
 
 import tomllib
 
-from registry import RECIPES_DIR, FocalppError, get
+from registry import RECIPES_DIR, FocalppError, get, load_plugin
 from registry.recipes import columns, find_recipe
 
 
@@ -64,10 +64,14 @@ class AnalyzeSpec:
     name: str
     run_dir: str
     analyses: tuple[str, ...]
+    plugins: tuple[str, ...] = ()  # the study's plugins: an analysis may be one of theirs
     tool = "analyze"
 
     def run_args(self) -> list[str]:
-        return [self.run_dir, "--analyses", ",".join(self.analyses)]
+        args = [self.run_dir, "--analyses", ",".join(self.analyses)]
+        for plugin in self.plugins:
+            args += ["--plugin", plugin]
+        return args
 
 
 @dataclass(frozen=True)
@@ -141,11 +145,14 @@ class Study:
         ]
 
     def check(self) -> None:
-        """Every recipe, environment column, scale and analysis exists (before any run)."""
+        """Every plugin loads, and every recipe, environment column, scale and analysis (built
+        in or from a plugin) exists, before any run."""
         import components.evaluation.analyses  # noqa: F401  (registers them)
 
+        for plugin in self.plugins:
+            load_plugin(plugin)
         for name in self.analyses:
-            get("evaluator", name)  # raises, with suggestions
+            get("analysis", name)  # raises, with suggestions
         for recipe in self.recipes:
             find_recipe(recipe, RECIPES_DIR)  # raises, with suggestions
         for column, values in (("envs", self.envs), ("scales", (self.scale,))):

@@ -1,6 +1,6 @@
 """An example transition encoder living outside the package: a residual MLP.
 
-Registered as `residual_mlp_encoder` (kind `encoder`); a recipe selects it with
+Registered as `residual_mlp_encoder` (kind `transition_encoder`); a recipe selects it with
 `context_encoder.transition = @residual_mlp_encoder`. See docs/EXTENDING.md.
 """
 
@@ -14,7 +14,7 @@ from torch import nn
 from registry import register
 
 
-@register("encoder", "residual_mlp_encoder")
+@register("transition_encoder", "residual_mlp_encoder")
 class ResidualMLPEncoder(nn.Module):
     """Each transition [T, B, F] -> embedding [T, B, Z] through pre-norm residual blocks.
 

@@ -7,7 +7,7 @@ from torch import nn
 from registry import register
 
 
-@register("encoder", "fixed_width_encoder")
+@register("transition_encoder", "fixed_width_encoder")
 class FixedWidthEncoder(nn.Module):
     """Reads 7-wide transitions whatever the context holds."""
 

@@ -3,7 +3,7 @@
 from registry import register
 
 
-@register("encoder", "lab_cube")
+@register("transition_encoder", "lab_cube")
 class LabCube:
     """Cubes its input, times a gain."""
 

@@ -3,7 +3,7 @@
 from registry import register
 
 
-@register("evaluator", "step_count")
+@register("analysis", "step_count")
 class StepCount:
     def __call__(self, trained, figures):
         return {"steps_trained": trained.step}

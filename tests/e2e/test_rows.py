@@ -7,11 +7,9 @@ import json
 
 import pytest
 
+from components.reporting.paper import ROWS
 from registry.recipes import columns
 from tests.conftest import run_row
-
-ROWS = ["focal", "focalpp_contrastive", "focalpp_batchwise", "focalpp_seqwise", "focalpp"]
-
 
 # Every row on the point-robot columns; on the MuJoCo columns FOCAL and FOCAL++ (the other
 # rows differ from them only in encoder and objective parts, which do not see the family).

@@ -16,13 +16,13 @@ from registry import (
 
 
 def test_register_and_lookup():
-    assert get("encoder", "toy_linear") is toy_components.ToyLinear
+    assert get("transition_encoder", "toy_linear") is toy_components.ToyLinear
     assert get("algorithm", "toy_algorithm") is toy_components.ToyAlgorithm
     entry = registry.entry_of(toy_components.ToyLinear)
     assert (entry.kind, entry.name, entry.gin_name) == (
-        "encoder",
+        "transition_encoder",
         "toy_linear",
-        "encoder.toy_linear",
+        "transition_encoder.toy_linear",
     )
 
 
@@ -40,14 +40,14 @@ def test_duplicate_registration_names_first_module():
         DuplicateComponentError, match=r"already registered by module 'toy_components'"
     ):
 
-        @register("encoder", "toy_linear")
+        @register("transition_encoder", "toy_linear")
         class Again:
             pass
 
 
 def test_unknown_name_suggests_closest():
     with pytest.raises(UnknownComponentError) as e:
-        get("encoder", "toy_linaer")
+        get("transition_encoder", "toy_linaer")
     message = str(e.value)
     assert "did you mean: toy_linear" in message
     assert "--plugin" in message and "import" in message
@@ -63,17 +63,17 @@ def test_unknown_kind_lists_kinds():
 
 
 def test_names_wildcards_sorted():
-    assert names("encoder", "toy_*")[:2] == ["toy_linear", "toy_square"]
-    assert names("encoder", "*square") == ["toy_square"]
-    assert names("encoder", "zzz*") == []
+    assert names("transition_encoder", "toy_*")[:2] == ["toy_linear", "toy_square"]
+    assert names("transition_encoder", "*square") == ["toy_square"]
+    assert names("transition_encoder", "zzz*") == []
 
 
 def test_catalog_lists_arguments_and_summary():
     rows = {(c.kind, c.name): c for c in catalog()}
-    linear = rows[("encoder", "toy_linear")]
+    linear = rows[("transition_encoder", "toy_linear")]
     assert linear.module == "toy_components"
     assert linear.summary == "A linear map y = scale * x + shift."
     assert [(a.name, a.default) for a in linear.arguments] == [("scale", "1.0"), ("shift", "0.0")]
     algo = rows[("algorithm", "toy_algorithm")]
     assert ("run", "REQUIRED") in [(a.name, a.default) for a in algo.arguments]
-    assert all(c.kind == "encoder" for c in catalog("encoder"))
+    assert all(c.kind == "transition_encoder" for c in catalog("transition_encoder"))

@@ -4,7 +4,7 @@ import gin
 import pytest
 import toy_components
 
-from registry import FocalppError, RecipeError, compose, operative_config
+from registry import FocalppError, RecipeError, compose, get, operative_config
 from registry.experiment import experiment
 from registry.recipes import build
 from tests.conftest import DATA
@@ -87,6 +87,19 @@ def test_plugin_file_outside_the_package_is_selected_by_a_recipe(toy_recipes):
     compose("lab_row.gin", plugins=[str(DATA / "lab_plugin.py")], recipes_dir=toy_recipes)
 
 
+def test_a_plugin_file_also_imported_by_a_recipe_is_loaded_once(toy_recipes, tmp_path):
+    """`--plugin my_file.py` plus a recipe line `import my_file`: one module, one registration."""
+    (tmp_path / "twice_loaded.py").write_text(
+        "from registry import register\n"
+        "@register('transition_encoder', 'twice_loaded_encoder')\n"
+        "class TwiceLoaded:\n    pass\n"
+    )
+    recipe = tmp_path / "row.gin"
+    recipe.write_text((toy_recipes / "toy_row.gin").read_text() + "import twice_loaded\n")
+    compose(recipe, plugins=[str(tmp_path / "twice_loaded.py")], recipes_dir=toy_recipes)
+    assert get("transition_encoder", "twice_loaded_encoder").__module__ == "twice_loaded"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -117,7 +130,7 @@ def test_plugin_file_outside_the_package_is_selected_by_a_recipe(toy_recipes):
         ),
         (
             {"recipe": "toy_row.gin", "bindings": ["experiment.algorithm = @toy_linear"]},
-            r"experiment.algorithm must be a registered algorithm, got encoder 'toy_linear'",
+            r"must be a registered algorithm, got transition_encoder 'toy_linear'",
         ),
         (
             {"recipe": "base.gin"},

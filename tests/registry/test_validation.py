@@ -9,7 +9,7 @@ from typing import Literal
 import gin
 import pytest
 
-from registry import RecipeError, register
+from registry import RecipeError, get, register
 from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt, Widths
 from registry.validation import _accepts, check_arguments, check_bindings
 
@@ -62,7 +62,7 @@ class _Objective:
         self.weight = weight
 
 
-@register("encoder", "validation_probe_encoder")
+@register("transition_encoder", "validation_probe_encoder")
 class _Encoder:
     def __init__(self, *, width: int = 4):
         self.width = width
@@ -84,7 +84,9 @@ def test_wrong_type_names_binding_value_and_expected_type():
 
 def test_reference_of_another_kind_is_refused():
     gin.parse_config("validation_probe_algorithm.objective = @validation_probe_encoder")
-    with pytest.raises(RecipeError, match="registered encoder, but this parameter takes a"):
+    with pytest.raises(
+        RecipeError, match="registered transition_encoder, but this parameter takes a"
+    ):
         check_bindings()
 
 
@@ -145,3 +147,28 @@ def test_every_registered_default_is_in_its_range():
                 assert _accepts(default, hints[name]) is not False, (entry.name, name, default)
                 checked += 1
     assert checked > 100
+
+
+@register("transition_encoder", "validation_scoped_probe")
+class _Scoped:
+    def __init__(self, *, width: int = 1):
+        self.width = width
+
+
+def test_an_unscoped_binding_that_every_scope_overrides_is_reported():
+    from registry.validation import shadowed_bindings
+
+    gin.parse_config(
+        "validation_scoped_probe.width = 4\n"
+        "a/validation_scoped_probe.width = 2\n"
+        "b/validation_scoped_probe.width = 3\n"
+    )
+    for scope in ("a", "b"):
+        with gin.config_scope(scope):
+            get("transition_encoder", "validation_scoped_probe")()
+    (message,) = shadowed_bindings()
+    assert message.startswith("validation_scoped_probe.width is never used")
+    assert "a/validation_scoped_probe.width" in message
+    with gin.config_scope(None):
+        get("transition_encoder", "validation_scoped_probe")()  # now the unscoped one is used
+    assert shadowed_bindings() == []

@@ -114,7 +114,7 @@ def test_missing_required_binding_removes_fresh_run_dir(tmp_path):
     plugin = tmp_path / "needs_plugin.py"
     plugin.write_text(
         "import gin\nfrom registry import register\n\n"
-        "@register('encoder', 'toy_needs_width')\nclass NeedsWidth:\n"
+        "@register('transition_encoder', 'toy_needs_width')\nclass NeedsWidth:\n"
         "    def __init__(self, *, width=gin.REQUIRED):\n        self.width = width\n"
     )
     r = run_cli("--recipe", str(recipe), "--plugin", str(plugin), "--out", str(out))

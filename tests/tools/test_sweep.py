@@ -213,3 +213,25 @@ def test_variants_repeat_runs_with_their_bindings_and_label(tmp_path):
     ]
     assert runs[0].bindings == ("focal.steps = 7", "relabeled.goal_radius = -0.3")
     assert runs[0].run_args()[runs[0].run_args().index("--label") + 1] == "r0.3"
+
+
+def test_a_study_runs_an_analysis_from_its_plugins(tiny_data, tmp_path):
+    """An analysis defined in a study's plugin file is found when the study is checked and runs
+    on every finished run (its plugin is passed to tools/analyze.py)."""
+    study = tmp_path / "plugin-study.toml"
+    study.write_text(
+        f"""
+name = "plugin-study"
+recipes = ["focal.gin"]
+envs = ["sparse_point_robot"]
+seeds = [0]
+scale = "tiny"
+plugins = ["{ROOT / "tests" / "data" / "step_count_analysis.py"}"]
+analyses = ["step_count"]
+bindings = ["focal.data_root = '{tiny_data}'"]
+"""
+    )
+    r = cli("sweep", str(study), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr + r.stdout
+    analysis = tmp_path / "out" / "runs" / "focal-sparse_point_robot-s0" / "analysis.json"
+    assert json.loads(analysis.read_text())["step_count"] == {"steps_trained": 6}

@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from components.contracts import ContractError
 from components.reporting.checkpoint import load_checkpoint
 from registry import RecipeError
 from tests.conftest import DATA, cli, run_row
@@ -77,9 +78,11 @@ def test_moco_without_a_key_encoder_is_refused_naming_both(tiny_data, tmp_path):
 
 def test_encoder_that_cannot_read_the_context_is_refused_naming_both(tiny_data, tmp_path):
     """A plugin encoder built for 7-wide transitions (s, a, s', r of a point robot) meets the
-    5-wide context (s, a, r) of a recipe without s'."""
+    5-wide context (s, a, r) of a recipe without s': the probe names it (not the context
+    encoder around it), its kind and the sizes it was given."""
     plugin = str(DATA / "fixed_width_encoder.py")
-    with pytest.raises(RecipeError, match=r"@fixed_width_encoder.*\('s', 'a', 'r'\).*width 5"):
+    expected = r"@fixed_width_encoder .*'transition_encoder'.*\(here \(2, 2, 1\), width 5\)"
+    with pytest.raises(ContractError, match=expected):
         run_row(
             "focal.gin",
             "sparse_point_robot",
@@ -116,10 +119,10 @@ def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
         "--gin_param",
         "focal.eval_every = 2",
         "--gin_param",
-        "brac.reward_scale = 1e38",  # finite, but the Q loss overflows from step 1
+        "focal.encoder_lr = 1e30",  # finite, but the encoder's first step overflows
     )
     assert result.returncode == 2, result.stderr
-    assert "loss_q became" in result.stderr and "in steps 1-2" in result.stderr
+    assert "loss_dml became" in result.stderr and "in steps 1-2" in result.stderr
     assert "Traceback" not in result.stderr
     assert "no checkpoint had been written yet" in result.stderr
     assert f"{out} was removed" in result.stderr and not out.exists()  # nothing to resume

@@ -6,7 +6,7 @@ import pytest
 minari = pytest.importorskip("minari")  # the optional extra; CI installs it
 
 from components.data.minari_bridge import episodes_of, export_quality, import_datasets  # noqa: E402
-from components.data.transitions import FIELDS  # noqa: E402
+from components.transitions import FIELDS  # noqa: E402
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import torch
 
 from components.data.sampler import TensorSampler
 from components.data.store import DatasetError, QualityData
-from components.data.transitions import Transitions
+from components.transitions import Transitions
 
 
 def ragged(lengths=(5, 3, 8, 6), n_max=8, obs_dim=3):

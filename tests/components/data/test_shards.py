@@ -9,7 +9,7 @@ import pytest
 
 from components.data.shards import build_shard, merge_shards, shard_dir, shard_tasks
 from components.data.store import DatasetError, dataset_dir, load_dataset
-from components.data.transitions import FIELDS
+from components.transitions import FIELDS
 from tests.components.data.conftest import TINY
 
 

@@ -210,7 +210,7 @@ def test_mujoco_collection_end_to_end(family, tmp_path):
 def test_medium_is_halfway_by_sparse_return_else_dense():
     from components.data.behaviour import Rollouts
     from components.data.protocols import CheckpointRollouts
-    from components.data.transitions import Transitions
+    from components.transitions import Transitions
     from registry import get
 
     family = get("env", "sparse_cheetah_fwd_back")()  # goal radius 6

@@ -12,7 +12,6 @@ import torch
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.data.store import QualityData
-from components.data.transitions import Transitions
 from components.encoders.batch_gate import BatchGate
 from components.encoders.context import ContextEncoder
 from components.evaluation.attention_weights import (
@@ -23,6 +22,7 @@ from components.evaluation.attention_weights import (
 from components.evaluation.embedding_variance import embedding_variance, variance_over_draws
 from components.evaluation.tsne import tsne_map
 from components.reporting.figures import scatter_by_label
+from components.transitions import Transitions
 from tests.conftest import cli, run_row
 
 LAYOUT = ContextLayout(obs_dim=2, act_dim=2, next_obs=True, sparse=True)

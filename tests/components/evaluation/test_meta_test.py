@@ -8,10 +8,10 @@ import torch
 
 from components.data.context import ContextLayout
 from components.data.store import QualityData
-from components.data.transitions import Transitions
 from components.encoders.context import ContextEncoder
 from components.envs.point_robot import SparsePointRobot
 from components.evaluation.meta_test import MetaTest
+from components.transitions import Transitions
 
 
 def fake_free_data(n_tasks: int, n: int = 50) -> QualityData:

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from components.data.transitions import Transitions
 from components.rl.brac import BRAC
 from components.rl.divergence import DualKLCritic
+from components.transitions import Transitions
 
 OBS, ACT, Z = 3, 2, 4
 

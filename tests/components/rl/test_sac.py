@@ -3,9 +3,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from components.data.transitions import Transitions
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.sac import TaskBatchedSAC
+from components.transitions import Transitions
 
 
 def batch(k=3, b=8, obs_dim=2, act_dim=2, seed=0):

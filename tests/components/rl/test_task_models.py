@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from components.data.transitions import Transitions
 from components.rl.task_models import TaskModels
+from components.transitions import Transitions
 
 OBS, ACT = 2, 2
 

@@ -7,7 +7,7 @@ import json
 from registry import RunContext, register
 
 
-@register("encoder", "toy_linear")
+@register("transition_encoder", "toy_linear")
 class ToyLinear:
     """A linear map y = scale * x + shift."""
 
@@ -18,7 +18,7 @@ class ToyLinear:
         return self.scale * x + self.shift
 
 
-@register("encoder", "toy_square")
+@register("transition_encoder", "toy_square")
 class ToySquare:
     """Squares its input."""
 

@@ -3,25 +3,31 @@ from __future__ import annotations
 from tests.conftest import DATA, cli
 
 
-def components_cli(*args: str):
-    return cli("components", *args)
+def catalog_cli(*args: str):
+    return cli("catalog", *args)
 
 
 def test_lists_plugin_components_with_arguments():
-    r = components_cli("--plugin", str(DATA / "lab_plugin.py"))
+    r = catalog_cli("--plugin", str(DATA / "lab_plugin.py"))
     assert r.returncode == 0, r.stderr
     assert "lab_cube" in r.stdout and "gain=1.0" in r.stdout
     assert "Cubes its input, times a gain." in r.stdout
 
 
 def test_kind_filter():
-    r = components_cli("--kind", "algorithm", "--plugin", str(DATA / "lab_plugin.py"))
+    r = catalog_cli("--kind", "algorithm", "--plugin", str(DATA / "lab_plugin.py"))
     assert r.returncode == 0, r.stderr
     assert "lab_cube" not in r.stdout
 
 
+def test_a_kind_that_was_split_names_its_successors():
+    r = catalog_cli("--kind", "encoder")
+    assert r.returncode == 2
+    assert "'transition_encoder'" in r.stderr and "'context_encoder'" in r.stderr
+
+
 def test_unknown_kind_is_a_clear_error():
-    r = components_cli("--kind", "encoders")
+    r = catalog_cli("--kind", "encoders")
     assert r.returncode == 2
     assert "unknown component kind 'encoders'" in r.stderr and "encoder" in r.stderr
     assert "Traceback" not in r.stderr

@@ -1,0 +1,148 @@
+"""Contracts of what a run is made from and how it is driven: environment families, dataset
+protocols, samplers, algorithms, meta-tests, analyses and study backends.
+
+Environment families and samplers are exercised for real at tiny sizes. The other kinds are
+checked at their interface only — a probe cannot afford to build a dataset or train — and their
+behaviour is tested end to end at the tiny scale (tests/e2e).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from components.contracts.core import Broken, build, contract, has_methods, takes, tensor
+from components.data.store import QualityData
+from components.transitions import FIELDS, Transitions
+
+
+class Family(Protocol):
+    obs_dim: int
+    act_dim: int
+    horizon: int
+
+    def all_tasks(self) -> list[dict]: ...
+    def split_indices(self) -> tuple[list[int], list[int]]: ...
+    def make(self, task: Any = None) -> Any: ...
+
+
+class DatasetProtocol(Protocol):
+    def settings(self) -> dict: ...
+    def build(self, family, *, seed: int, progress=None, tasks=None) -> Any: ...
+
+
+class Sampler(Protocol):
+    def sample(self, positions: torch.Tensor, batch: int, **kwargs: Any) -> Transitions: ...
+
+
+class Algorithm(Protocol):
+    def __init__(self, *, run: Any) -> None: ...
+    def run(self) -> dict: ...
+
+
+class MetaTestProtocol(Protocol):
+    def __call__(self, *, family, data, tasks, layout, encoder, act, device, seed) -> Any: ...
+
+
+class Analysis(Protocol):
+    def __call__(self, trained: Any, figures: Any) -> dict: ...
+
+
+class Backend(Protocol):
+    def run(self, jobs: list, *args: Any, **kwargs: Any) -> list: ...
+
+
+@contract("env", Family)
+def probe_env(factory, given) -> None:
+    family = build(factory, "be built as cls(seed=)", seed=0)
+    tasks = family.all_tasks()
+    try:
+        json.dumps(tasks)
+    except TypeError as e:
+        raise Broken("describe each task in plain JSON (a manifest stores them)", str(e)) from e
+    train, test = family.split_indices()
+    if not test or not train or sorted(set(train) | set(test)) != list(range(len(tasks))):
+        raise Broken(
+            "split its tasks into non-empty train and test lists that cover every task",
+            f"train {train[:5]}…, test {test[:5]}… of {len(tasks)} tasks",
+        )
+    env = family.make(tasks[test[0]])
+    try:
+        obs, _ = env.reset(seed=0)
+        if np.shape(obs) != (family.obs_dim,):
+            raise Broken(f"observe [{family.obs_dim}] (its obs_dim)", f"reset: {np.shape(obs)}")
+        action = np.zeros(family.act_dim, dtype=np.float32)
+        obs, reward, *_ = env.step(action)
+        if np.shape(obs) != (family.obs_dim,) or not np.isfinite(reward):
+            raise Broken("step to a finite reward and an [obs_dim] observation", f"{reward}")
+    finally:
+        env.close()
+
+
+@contract("dataset", DatasetProtocol)
+def probe_dataset(factory, given) -> None:
+    protocol = build(factory, "be built as cls() (its settings are gin bindings)")
+    has_methods(type(protocol), ("settings", "build"), "offer settings() and build()")
+    settings = protocol.settings()
+    try:
+        json.dumps(settings)
+    except TypeError as e:
+        raise Broken("return JSON-able settings (a manifest stores them)", str(e)) from e
+    params = inspect.signature(protocol.build).parameters
+    missing = [p for p in ("seed", "progress", "tasks") if p not in params]
+    if missing:
+        raise Broken("take build(family, *, seed, progress, tasks)", f"build lacks {missing}")
+
+
+@contract("sampler", Sampler)
+def probe_sampler(factory, given) -> None:
+    k, n = 3, 10
+    rng = np.random.default_rng(0)
+    arrays = {
+        "obs": rng.normal(size=(k, n, 2)),
+        "action": rng.uniform(-1, 1, size=(k, n, 2)),
+        "reward": rng.normal(size=(k, n)),
+        "sparse_reward": np.zeros((k, n)),
+        "next_obs": rng.normal(size=(k, n, 2)),
+        "terminated": np.zeros((k, n), dtype=bool),
+        "truncated": np.zeros((k, n), dtype=bool),
+    }
+    data = QualityData(Transitions(**{f: arrays[f] for f in FIELDS}), np.full(k, n))
+    sampler = factory(data, [0, 2], generator=torch.Generator().manual_seed(0))
+    batch = sampler.sample(torch.tensor([0, 1, 1]), 4)
+    tensor(batch.obs, (3, 4, 2), "observations [T, B, F]")
+    tensor(batch.reward, (3, 4), "rewards [T, B]")
+
+
+@contract("algorithm", Algorithm)
+def probe_algorithm(factory, given) -> None:
+    takes(factory, ("run",), "be built as cls(run=RunContext)")
+    has_methods(factory, ("run",), "offer run() -> metrics")
+
+
+@contract("meta_test", MetaTestProtocol)
+def probe_meta_test(factory, given) -> None:
+    evaluator = build(factory, "be built as cls() (its settings are gin bindings)")
+    names = ("family", "data", "tasks", "layout", "encoder", "act", "device", "seed")
+    takes(evaluator.__call__, names, f"be called with {', '.join(names)}")
+
+
+@contract("analysis", Analysis)
+def probe_analysis(factory, given) -> None:
+    analysis = build(factory, "be built as cls() (its settings are gin bindings)")
+    if not callable(analysis):
+        raise Broken("be callable as analysis(trained, figures_dir)", "it is not callable")
+    try:
+        inspect.signature(analysis).bind(object(), object())
+    except TypeError as e:
+        raise Broken("be callable as analysis(trained, figures_dir)", str(e)) from e
+
+
+@contract("backend", Backend)
+def probe_backend(factory, given) -> None:
+    takes(factory, ("workers",), "be built as cls(workers=)")
+    has_methods(factory, ("run",), "offer run(jobs, ...)")

@@ -1,0 +1,143 @@
+"""Every kind's contract, tested over the whole catalogue: a built-in component is covered by
+being registered. Then the probes themselves: each broken promise an author can make is caught,
+and the message names the component, its kind, the promise and the fix."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import components
+from components.contracts import CONTRACTS, ContractError, check
+from components.encoders.encoded import Encoded
+from registry import KINDS, entries
+
+components.load_builtin()
+BUILTIN = [e for e in entries() if e.module.startswith("components.")]
+
+
+def test_every_kind_has_a_contract():
+    assert set(CONTRACTS) == set(KINDS)
+
+
+def test_every_kind_has_a_member():
+    assert {e.kind for e in BUILTIN} == set(KINDS)
+
+
+@pytest.mark.parametrize("entry", BUILTIN, ids=lambda e: f"{e.kind}:{e.name}")
+def test_every_registered_component_honours_its_contract(entry):
+    check(entry.obj)
+
+
+# --- what the probes catch ------------------------------------------------------------------
+
+
+class WrongShape(nn.Module):
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__()
+        self.net = nn.Linear(sum(sizes), latent_dim)
+
+    def forward(self, context):
+        return self.net(context).mean(1)  # [T, Z]: averaged where [T, B, Z] is promised
+
+
+class Unused(WrongShape):
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__(sizes=sizes, latent_dim=latent_dim)
+        self.spare = nn.Linear(3, 3)
+
+    def forward(self, context):
+        return self.net(context)
+
+
+class Unregistered(nn.Module):
+    """Its output depends on a tensor that is neither a parameter nor a buffer."""
+
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__()
+        self.net = nn.Linear(sum(sizes), latent_dim)
+        self.offset = torch.randn(latent_dim)
+
+    def forward(self, context):
+        return self.net(context) + self.offset
+
+
+class Whole(WrongShape):
+    def forward(self, context):
+        e = self.net(context)
+        return Encoded(e, torch.ones(e.shape[:2]), e.mean(1))
+
+
+class BareTensor(nn.Module):
+    def forward(self, emb):
+        return emb.query_mean.pow(2).mean()
+
+
+class NoLoss(nn.Module):
+    def forward(self, emb):
+        return {"spread": emb.query_mean.pow(2).mean()}
+
+
+class Detached(nn.Module):
+    def forward(self, emb):
+        return {"loss_nothing": emb.query_mean.detach().pow(2).mean()}
+
+
+@pytest.mark.parametrize(
+    ("component", "kind", "message"),
+    [
+        (
+            WrongShape,
+            "transition_encoder",
+            r"should return per-transition embeddings \[T, B, Z\]"
+            r" of shape \[3, 4, 5\], but it returned shape \[3, 5\]",
+        ),
+        (Unused, "transition_encoder", r"no gradient reaches \['spare.weight', 'spare.bias'\]"),
+        (Unregistered, "transition_encoder", "after a state-dict round trip"),
+        (Whole, "transition_encoder", "register it as kind 'context_encoder'"),
+        (WrongShape, "context_encoder", "a per-transition encoder is kind 'transition_encoder'"),
+        (BareTensor, "objective", r"a dict of named terms .* it returned a tensor of shape \[\]"),
+        (NoLoss, "objective", r"its keys are \['spread'\]: nothing would be trained"),
+        (Detached, "objective", "should let its loss carry a gradient"),
+    ],
+    ids=[
+        "shape",
+        "unused parameter",
+        "unregistered tensor",
+        "whole-context as transition",
+        "transition as whole-context",
+        "bare tensor",
+        "no loss_ term",
+        "no gradient to input",
+    ],
+)
+def test_a_broken_promise_is_named(component, kind, message):
+    with pytest.raises(ContractError, match=message) as caught:
+        check(component, kind)
+    assert f"{component.__name__} breaks the contract of kind {kind!r}" in str(caught.value)
+
+
+def test_an_agent_that_leaves_a_parameter_untrained_is_named():
+    from components.rl.brac import BRAC
+
+    class Forgetful(BRAC):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.extra = nn.Linear(2, 2)  # in no optimizer
+
+    with pytest.raises(ContractError, match=r"\['extra.weight', 'extra.bias'\] are in none"):
+        check(Forgetful, "agent")
+
+
+def test_a_part_is_blamed_before_the_whole():
+    """A context encoder built from a broken transition encoder names the transition encoder."""
+    import gin
+
+    from components.encoders.context import ContextEncoder
+    from registry import register
+
+    register("transition_encoder", "contract_test_wrong_shape")(WrongShape)
+    gin.parse_config("context_encoder.transition = @contract_test_wrong_shape")
+    with pytest.raises(ContractError, match=r"^@contract_test_wrong_shape breaks"):
+        check(ContextEncoder)

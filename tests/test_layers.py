@@ -1,0 +1,81 @@
+"""The house's arrows point one way: tools → algorithms → parts → registry.
+
+Every import in registry/, components/ and tools/ (at module level or inside a function) is read
+from the source and checked against the layer order below: a module may import from its own
+package or from a lower layer, never from a higher one, so no two packages import each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Lowest first; each tuple is one layer, and packages in one layer do not import each other.
+# `components` itself (its __init__: `load_builtin`, which imports every part for the catalogue)
+# sits above the parts it loads.
+LAYERS: list[tuple[str, ...]] = [
+    ("registry",),
+    ("components.runtime", "components.transitions"),
+    ("components.envs", "components.reporting"),
+    ("components.rl", "components.encoders", "components.objectives"),
+    ("components.data",),
+    ("components.evaluation",),
+    ("components.contracts",),
+    ("components.algorithms",),
+    ("components.benchmarks", "components.sweep"),
+    ("components",),
+    ("tools",),
+]
+RANK = {package: rank for rank, layer in enumerate(LAYERS) for package in layer}
+
+
+def package_of(module: str) -> str | None:
+    """The layered package a dotted module name belongs to (None: outside the house)."""
+    parts = module.split(".")
+    for n in (2, 1):
+        if ".".join(parts[:n]) in RANK:
+            return ".".join(parts[:n])
+    return None
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def sources() -> list[tuple[str, Path]]:
+    found = []
+    for top in ("registry", "components", "tools"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found.append((dotted.removesuffix(".__init__"), path))
+    return found
+
+
+def test_every_import_points_down_or_within_its_package():
+    wrong = []
+    for module, path in sources():
+        own = package_of(module)
+        assert own is not None, f"{module} belongs to no layer: add its package to LAYERS"
+        for line, target in imports(path):
+            other = package_of(target)
+            if other is None or other == own:
+                continue
+            if RANK[other] >= RANK[own]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {own} imports {target}")
+    assert wrong == [], "imports against the layer order:\n" + "\n".join(wrong)
+
+
+def test_the_check_sees_a_wrong_import(tmp_path):
+    """The rule itself: an import upward is caught (so the test above can fail)."""
+    path = tmp_path / "bad.py"
+    path.write_text("def f():\n    from components.algorithms.focal import FocalTrainer\n")
+    ((line, target),) = imports(path)
+    assert line == 2 and RANK[package_of(target)] > RANK["components.rl"]
