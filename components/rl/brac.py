@@ -49,6 +49,8 @@ class BRAC(nn.Module):
         divergence_steps: critic updates per policy update.
         always_train_divergence: train the divergence critic even when α = 0 and fixed, as the
             FOCAL reference does (wasted work; for equal-work benchmarks only).
+        regularise: False makes it plain SAC-v1 whatever α and target divergence say (Batch
+            PEARL: the environment columns set α for the BRAC rows).
     """
 
     def __init__(
@@ -72,8 +74,11 @@ class BRAC(nn.Module):
         divergence: Callable[..., DualKLCritic] = DualKLCritic,
         divergence_steps: PositiveInt = 1,
         always_train_divergence: bool = False,
+        regularise: bool = True,
     ):
         super().__init__()
+        if not regularise:
+            alpha, target_divergence = 0.0, None
         x_dim = obs_dim + latent_dim
         hidden = tuple(hidden)
         self.discount, self.tau, self.reward_scale = discount, tau, reward_scale
