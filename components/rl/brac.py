@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 from components.rl.batched_mlp import BatchedMLP
+from components.rl.brac_losses import AlphaLoss, PolicyLoss, QLoss, ValueLoss
 from components.rl.divergence import DualKLCritic
 from components.rl.networks import MLP, TanhGaussianPolicy
 from components.transitions import Transitions
@@ -36,6 +38,7 @@ class BRAC(nn.Module):
             its own argument (`dual_kl_critic.hidden`).
         lr: Adam learning rate of policy, Q and V (FOCAL++ table: 1e-3 point robots, 3e-3
             MuJoCo; the reference code 3e-4).
+        policy_lr, q_lr, v_lr: one of them on its own (None: `lr`).
         divergence_lr: learning rate of the divergence critic (1e-4).
         discount: γ.
         tau: Polyak rate of the target V.
@@ -61,6 +64,9 @@ class BRAC(nn.Module):
         latent_dim: int,
         hidden: Widths = (256, 256, 256),
         lr: PositiveFloat = 3e-4,
+        policy_lr: PositiveFloat | None = None,
+        q_lr: PositiveFloat | None = None,
+        v_lr: PositiveFloat | None = None,
         divergence_lr: PositiveFloat = 1e-4,
         discount: Fraction = 0.99,
         tau: Fraction = 0.005,
@@ -82,8 +88,7 @@ class BRAC(nn.Module):
         x_dim = obs_dim + latent_dim
         hidden = tuple(hidden)
         self.discount, self.tau, self.reward_scale = discount, tau, reward_scale
-        self.policy_mean_reg, self.policy_std_reg = policy_mean_reg, policy_std_reg
-        self.target_divergence, self.value_penalty = target_divergence, value_penalty
+        self.target_divergence = target_divergence
         self.divergence_steps = divergence_steps
         self.policy = TanhGaussianPolicy(in_features=x_dim, act_dim=act_dim, hidden=hidden)
         # Twin Q as one batched module of two models: one matmul per layer for both.
@@ -97,13 +102,22 @@ class BRAC(nn.Module):
         # its own sizes come from gin (`dual_kl_critic.hidden`)
         self.divergence = divergence(in_features=x_dim, act_dim=act_dim)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(max(alpha, 1e-8))))
+        # the update's losses, in its order (components/rl/brac_losses.py)
+        self.q_loss = QLoss(discount=discount, reward_scale=reward_scale)
+        self.value_loss = ValueLoss(value_penalty=value_penalty)
+        self.policy_loss = PolicyLoss(mean_reg=policy_mean_reg, std_reg=policy_std_reg)
+        self.alpha_loss = (
+            AlphaLoss(target_divergence=target_divergence)
+            if target_divergence is not None
+            else None
+        )
 
         def adam(params, rate):
             return torch.optim.Adam(params, lr=rate, fused=True)
 
-        self.policy_opt = adam(self.policy.parameters(), lr)
-        self.q_opt = adam(self.q.parameters(), lr)
-        self.v_opt = adam(self.v.parameters(), lr)
+        self.policy_opt = adam(self.policy.parameters(), policy_lr or lr)
+        self.q_opt = adam(self.q.parameters(), q_lr or lr)
+        self.v_opt = adam(self.v.parameters(), v_lr or lr)
         self.divergence_opt = adam(self.divergence.parameters(), divergence_lr)
         self.alpha_opt = adam([self.log_alpha], alpha_lr)
 
@@ -135,84 +149,59 @@ class BRAC(nn.Module):
     def update(self, batch: Transitions, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """One gradient step on a meta-batch: batch fields [T, B, ...] (dense reward), z [T, Z].
 
-        If z requires grad, the Q loss back-propagates into it (PEARL-style; FOCAL detaches z
-        and the caller steps the encoder). Order: divergence critic, Q, then V / policy / α
-        from a policy sample scored by the updated critics (recomputed after each update,
-        never through weights changed in place), then the target V. Returns detached
-        scalars: `loss_*` and diagnostics.
+        In order: the divergence critic; twin Q; then V, the policy and α from one policy sample
+        scored by the updated critics; the target V. If z requires grad, the Q loss alone
+        back-propagates into it (PEARL-style; FOCAL detaches z and the caller steps the
+        encoder). Returns detached scalars: `loss_*` and diagnostics.
         """
         zb = z[:, None, :].expand(-1, batch.obs.shape[1], -1)  # [T, B, Z]
         x_q = torch.cat([batch.obs, zb], -1)  # carries z's gradient only into the Q loss
-        x = x_q.detach()
-        x_next = torch.cat([batch.next_obs, zb], -1).detach()
-        info: dict[str, torch.Tensor] = {}
+        x, x_next = x_q.detach(), torch.cat([batch.next_obs, zb], -1).detach()
+        terms: dict[str, torch.Tensor] = {}
 
         if self.trains_divergence:
             for _ in range(self.divergence_steps):
                 with torch.no_grad():
                     policy_action = self.policy(x).action
                 critic = self.divergence.loss(x, batch.action, policy_action)
-                self.divergence_opt.zero_grad(set_to_none=True)
-                critic["loss_divergence_critic"].backward()
-                self.divergence_opt.step()
-            info.update({k: v.detach() for k, v in critic.items()})
+                terms |= step(self.divergence_opt, critic)
 
-        with torch.no_grad():
-            target_q = self.reward_scale * batch.reward + self.discount * (
-                1.0 - batch.terminated
-            ) * self.v_target(x_next).squeeze(-1)
-        q = self.q_values(x_q, batch.action)  # [2, T, B]
-        loss_q = ((q - target_q) ** 2).mean(dim=(1, 2)).sum()
-        self.q_opt.zero_grad(set_to_none=True)
-        loss_q.backward()
-        self.q_opt.step()
+        terms |= step(self.q_opt, self.q_loss(self.q_values, self.v_target, x_q, batch, x_next))
 
         sample = self.policy(x)
-        self.q.requires_grad_(False)  # the policy's gradient reaches Q's input, not its weights
-        q_new = self.q_values(x, sample.action).min(0).values  # [T, B]
-        self.q.requires_grad_(True)
-        alpha = self.alpha
-        divergence = torch.zeros_like(q_new)
+        with frozen(self.q):  # the policy's gradient reaches Q's input, not its weights
+            q_new = self.q_values(x, sample.action).min(0).values  # [T, B]
+        alpha, divergence = self.alpha, torch.zeros_like(q_new)
         if self.uses_divergence:
-            self.divergence.requires_grad_(False)
-            divergence = self.divergence.estimate(x, batch.action, sample.action)
-            self.divergence.requires_grad_(True)
-
-        v_target = q_new - sample.log_prob
-        if self.value_penalty:
-            v_target = v_target - alpha * divergence
-        v = self.v(x).squeeze(-1)
-        loss_v = ((v - v_target.detach()) ** 2).mean()
-        self.v_opt.zero_grad(set_to_none=True)
-        loss_v.backward()
-        self.v_opt.step()
-
-        regulariser = (
-            self.policy_mean_reg * (sample.mean**2).mean()
-            + self.policy_std_reg * (sample.log_std**2).mean()
-        )
-        loss_policy = (sample.log_prob - q_new + alpha * divergence).mean() + regulariser
-        self.policy_opt.zero_grad(set_to_none=True)
-        loss_policy.backward()
-        self.policy_opt.step()
-
-        if self.target_divergence is not None:
-            loss_alpha = self.log_alpha * (self.target_divergence - divergence.mean().detach())
-            self.alpha_opt.zero_grad(set_to_none=True)
-            loss_alpha.backward()
-            self.alpha_opt.step()
-            info["loss_alpha"] = loss_alpha.detach()
+            with frozen(self.divergence):
+                divergence = self.divergence.estimate(x, batch.action, sample.action)
+        value = self.value_loss(self.v, x, q_new, sample.log_prob, alpha, divergence)
+        terms |= step(self.v_opt, value)
+        terms |= step(self.policy_opt, self.policy_loss(sample, q_new, alpha, divergence))
+        if self.alpha_loss is not None:
+            terms |= step(self.alpha_opt, self.alpha_loss(self.log_alpha, divergence))
 
         with torch.no_grad():
             for target, online in zip(self.v_target.parameters(), self.v.parameters(), strict=True):
                 target.lerp_(online, self.tau)
-        return {
-            **info,
-            "loss_q": loss_q.detach(),
-            "loss_v": loss_v.detach(),
-            "loss_policy": loss_policy.detach(),
-            "q_mean": q.mean().detach(),
-            "log_prob": sample.log_prob.mean().detach(),
-            "alpha": alpha,
-            "policy_divergence": divergence.mean().detach(),
-        }
+        return {**terms, "alpha": alpha, "policy_divergence": divergence.mean().detach()}
+
+
+def step(
+    optimizer: torch.optim.Optimizer, terms: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """Minimise the `loss_*` terms with `optimizer`; return every term detached."""
+    optimizer.zero_grad(set_to_none=True)
+    sum(v for k, v in terms.items() if k.startswith("loss_")).backward()
+    optimizer.step()
+    return {k: v.detach() for k, v in terms.items()}
+
+
+@contextmanager
+def frozen(module: nn.Module):
+    """No gradient to `module`'s weights inside (gradients still flow through it to inputs)."""
+    module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        module.requires_grad_(True)
