@@ -33,16 +33,75 @@ def toy_recipes() -> Path:
     return TOY_RECIPES
 
 
-def cli(tool: str, *args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
-    """Run `python tools/<tool>.py ARGS` as a user would; capture its output."""
-    return subprocess.run(
-        [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "250", **(env or {})},
-        cwd=cwd or ROOT,
-        timeout=300,
-    )
+# Variables a tool reads when its process starts: a call that sets one needs its own process.
+PER_PROCESS = ("FOCALPP_RECIPES", "FOCALPP_DATA", "CUDA_VISIBLE_DEVICES")
+
+
+def cli(
+    tool: str, *args: str, env: dict | None = None, cwd=None, process: bool = False
+) -> subprocess.CompletedProcess:
+    """Run `tools/<tool>.py ARGS` as a user would and capture its output and exit status.
+
+    In this process, through the tool's `main(argv)` (its own start-up is what a separate
+    process would add, and that is most of a tool test's time), unless `process` is set or the
+    call needs a process of its own: a working directory or an environment variable the tool
+    reads at start-up. Thread-count variables only matter to timings and are ignored here.
+    """
+    if process or cwd is not None or any(k in PER_PROCESS for k in env or {}):
+        return subprocess.run(
+            [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "250", **(env or {})},
+            cwd=cwd or ROOT,
+            timeout=300,
+        )
+    return _in_process(tool, list(args))
+
+
+def _in_process(tool: str, args: list[str]) -> subprocess.CompletedProcess:
+    import io
+    import traceback
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from components.reporting import console
+
+    main = _tool(tool).main
+    stdout, stderr = io.StringIO(), io.StringIO()
+    widths = console.out.width, console.err.width
+    console.out.width = console.err.width = 250
+    try:
+        with redirect_stdout(stdout), redirect_stderr(stderr):
+            try:
+                code = main(args)
+            except SystemExit as e:  # argparse errors and --help
+                code = e.code if isinstance(e.code, int) else 2
+            except BaseException:  # an escaped exception: a traceback and status 1, as python
+                traceback.print_exc()
+                code = 1
+    finally:
+        console.out.width, console.err.width = widths
+        gin.clear_config()
+    argv = [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args]
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
+
+
+_TOOLS: dict = {}
+
+
+def _tool(name: str):
+    """tools/<name>.py imported once as a module (the tools folder is not a package)."""
+    if name not in _TOOLS:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            f"focalpp_tool_{name}", ROOT / "tools" / f"{name}.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses defined in a tool look their module up
+        spec.loader.exec_module(module)
+        _TOOLS[name] = module
+    return _TOOLS[name]
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -319,17 +318,17 @@ def plugin_file(text: str, tool: str = "run") -> Prepare:
     return prepare
 
 
-def objective_plugin(body: str) -> Prepare:
-    """A recipe whose objective comes from a plugin file with `forward` returning `body`."""
+def objective_plugin(name: str, body: str) -> Prepare:
+    """A recipe whose objective `name` comes from a plugin file; its forward returns `body`."""
 
     def prepare(world: World, case: Path):
-        plugin = case / "my_objective.py"
+        plugin = case / f"{name}.py"
         plugin.write_text(
             "import torch\nfrom registry import register\n\n"
-            "@register('objective', 'my_objective')\nclass Mine(torch.nn.Module):\n"
+            f"@register('objective', '{name}')\nclass Mine(torch.nn.Module):\n"
             f"    def forward(self, emb):\n        {body}\n"
         )
-        extra = ("--plugin", str(plugin), "--gin_param", "focal.objective = @my_objective")
+        extra = ("--plugin", str(plugin), "--gin_param", f"focal.objective = @{name}")
         return "run", run_args(world, case / "run", *extra), [case / "run"], []
 
     return prepare
@@ -491,11 +490,11 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "context_encoder",
     ),
     "objective that returns a bare tensor": (
-        objective_plugin("return emb.query_mean.pow(2).mean()"),
+        objective_plugin("bare_objective", "return emb.query_mean.pow(2).mean()"),
         "return from forward(TaskEmbeddings) a dict of named terms",
     ),
     "objective without a loss_ term": (
-        objective_plugin("return {'spread': emb.query_mean.pow(2).mean()}"),
+        objective_plugin("lossless_objective", "return {'spread': emb.query_mean.pow(2).mean()}"),
         "at least one `loss_*` term",
     ),
     # checkpoints
@@ -643,11 +642,10 @@ def state(path: Path):
 
 @pytest.fixture(scope="module")
 def outcomes(world, tmp_path_factory) -> dict[str, Outcome]:
-    """Every case, two at a time (each is a fresh process, mostly start-up)."""
+    """Every case, one after another, each through the tool's main(argv) in this process
+    (a case that sets a start-up environment variable gets a process of its own)."""
     dirs = {case: tmp_path_factory.mktemp(re.sub(r"\W+", "-", case)[:40]) for case in CASES}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {case: pool.submit(attempt, case, world, dirs[case]) for case in CASES}
-    return {case: future.result() for case, future in futures.items()}
+    return {case: attempt(case, world, dirs[case]) for case in CASES}
 
 
 @pytest.mark.parametrize("case", list(CASES))

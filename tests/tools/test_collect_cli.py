@@ -6,14 +6,21 @@ from tests.components.data.conftest import TINY
 from tests.conftest import cli
 
 
-def collect(*args: str):
-    return cli("collect", *args)
+def collect(*args: str, process: bool = False):
+    return cli("collect", *args, process=process)
 
 
 def test_build_list_and_reuse(tmp_path):
     params = [a for b in TINY if b.startswith("behaviour_sac.") for a in ("--gin_param", b)]
-    r = collect(
-        "--env", "point_robot_wind", "--protocol", "replay", "--out", str(tmp_path), *params
+    r = collect(  # a process of its own: the manifest records its command line
+        "--env",
+        "point_robot_wind",
+        "--protocol",
+        "replay",
+        "--out",
+        str(tmp_path),
+        *params,
+        process=True,
     )
     assert r.returncode == 0, r.stderr
     path = json.loads(r.stdout.strip().splitlines()[-1])["dataset"]
