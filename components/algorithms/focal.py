@@ -18,22 +18,14 @@ summary.md closes the run.
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from components.algorithms.loop import TrainingLoop
 from components.contracts import check_parts
 from components.data.build import ensure_dataset
 from components.data.context import ContextLayout
@@ -43,40 +35,12 @@ from components.encoders.ema import EMAEncoder
 from components.evaluation.meta_test import MetaTest, MetaTestResult
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
-from components.reporting.checkpoint import (
-    CHECKPOINT,
-    StopRequests,
-    config_fingerprint,
-    load_checkpoint,
-    remove_stale_temporaries,
-    restore_rng_state,
-    rng_state,
-    save_checkpoint,
-)
 from components.reporting.console import out
-from components.reporting.metrics import MetricsLog
-from components.reporting.run_dir import atomic_write_text
 from components.rl.brac import BRAC
 from components.runtime import resolve_device
-from registry import FocalppError, RecipeError, RunContext, entry_of, get, register
+from registry import RecipeError, RunContext, entry_of, get, register
 from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt
 from registry.validation import check_arguments
-
-PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
-# progress p in [0, 1] -> learning-rate factor before the floor
-LR_DECAYS = {
-    None: lambda p: 1.0,
-    "linear": lambda p: 1.0 - p,
-    "cosine": lambda p: 0.5 * (1.0 + math.cos(math.pi * p)),
-}
-
-
-class TrainingDiverged(FocalppError):
-    """A loss became NaN or infinite."""
-
-
-class TrainingStopped(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped training at a step boundary, after a checkpoint was written."""
 
 
 @register("algorithm", "focal")
@@ -166,22 +130,20 @@ class FocalTrainer:
         self.run_context = run
         self.context_replace = context_replace
         self.device = resolve_device(run.device)
-        self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
-        self.checkpoint_every = checkpoint_every
+        self.loop = TrainingLoop(
+            run=run,
+            steps=steps,
+            eval_every=eval_every,
+            log_every=log_every,
+            checkpoint_every=checkpoint_every,
+            progress=progress,
+            lr_decay=lr_decay,
+            lr_floor=lr_floor,
+            precision=precision,
+            device=self.device,
+        )
         self.meta_batch, self.context_batch, self.rl_batch = meta_batch, context_batch, rl_batch
         self.tasks_with_replacement, self.detach_z = tasks_with_replacement, detach_z
-        self.show_progress = progress
-        if lr_decay not in LR_DECAYS:
-            raise RecipeError(
-                f"focal.lr_decay = {lr_decay!r}: expected None or one of "
-                f"{sorted(k for k in LR_DECAYS if k)}"
-            )
-        self.lr_decay, self.lr_floor = lr_decay, lr_floor
-        if precision not in PRECISIONS:
-            raise RecipeError(
-                f"focal.precision = {precision!r}: expected one of {sorted(PRECISIONS)}"
-            )
-        self.precision = precision
         family_name = family or run.env
         self.family = get("env", family_name)(seed=data_seed)
 
@@ -253,16 +215,9 @@ class FocalTrainer:
             for group in opt.param_groups:
                 group.setdefault("base_lr", group["lr"])
         self.evaluator = evaluator()
-        self.step = 0
         if compile:
             for module in (self.encoder, *self.agent.children()):
                 module.compile()
-        # run() fills these; set here so a built trainer can already report its state()
-        self._fingerprint: str | None = None
-        self._sums: dict[str, torch.Tensor] = {}
-        self._seconds_before, self._started = 0.0, time.perf_counter()
-        self._log: MetricsLog | None = None
-        self._resume_log: tuple[int, int] | None = None
 
     # --- build-time checks -----------------------------------------------------------------
     def _check_encoder(self, encoder: Callable, latent_dim: int) -> None:
@@ -312,23 +267,29 @@ class FocalTrainer:
         return f"{_name(encoder)}({', '.join(inner)})" if inner else _name(encoder)
 
     # --- one gradient step -----------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        """Gradient steps done (the loop's count)."""
+        return self.loop.step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self.loop.step = value
+
+    @property
+    def steps(self) -> int:
+        return self.loop.steps
+
     def autocast(self):
         """The training step's numeric precision (a no-op context for fp32)."""
-        dtype = PRECISIONS[self.precision]
-        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
+        return self.loop.autocast()
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.encoder_opt, *self.agent.optimizers().values()]
 
     def set_learning_rates(self) -> None:
         """Every optimiser's learning rate for the coming step under `lr_decay`."""
-        if self.lr_decay is None:
-            return
-        decay = LR_DECAYS[self.lr_decay](self.step / self.steps)
-        factor = self.lr_floor + (1.0 - self.lr_floor) * decay
-        for opt in self.optimizers():
-            for group in opt.param_groups:
-                group["lr"] = group["base_lr"] * factor
+        self.loop.set_learning_rates(self.optimizers())
 
     def train_step(self) -> dict[str, torch.Tensor]:
         tasks = self.train.sample_tasks(self.meta_batch, replace=self.tasks_with_replacement)
@@ -384,12 +345,11 @@ class FocalTrainer:
             seed=self.run_context.seed,
         )
 
-    # --- checkpoints -----------------------------------------------------------------------
+    # --- what the loop saves, restores and runs -------------------------------------------
     def state(self) -> dict[str, Any]:
-        """Everything the rest of the run depends on (the dataset is rebuilt from the store)."""
+        """The networks and optimisers (the loop adds the step, random states and metric sums;
+        the dataset is rebuilt from the store)."""
         return {
-            "step": self.step,
-            "config_fingerprint": self._fingerprint,
             "encoder": self.encoder.state_dict(),
             "key_encoder": self.key_encoder.state_dict() if self.key_encoder else None,
             "objective": self.objective.state_dict() if self.objective is not None else None,
@@ -398,11 +358,11 @@ class FocalTrainer:
                 "encoder": self.encoder_opt.state_dict(),
                 **{f"agent.{k}": o.state_dict() for k, o in self.agent.optimizers().items()},
             },
-            "rng": rng_state({"sampler": self.generator}),
-            "pending_metrics": dict(self._sums),
-            "metrics_records": self._log.count if self._log else 0,
-            "train_seconds": self._seconds(),
         }
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """A whole checkpoint as the loop writes it."""
+        return self.loop.checkpoint_state(self)
 
     def load_weights(self, state: dict[str, Any]) -> None:
         """The networks of a checkpoint (enough to act and to be analysed)."""
@@ -415,79 +375,27 @@ class FocalTrainer:
         self.agent.load_state_dict(state["agent"])
 
     def load_state(self, state: dict[str, Any]) -> None:
-        """Everything `state()` saved, to continue training exactly."""
+        """The networks and optimisers of a checkpoint, to continue training exactly."""
         self.load_weights(state)
         self.encoder_opt.load_state_dict(state["optimizers"]["encoder"])
         for name, opt in self.agent.optimizers().items():
             opt.load_state_dict(state["optimizers"][f"agent.{name}"])
-        restore_rng_state(state["rng"], {"sampler": self.generator})
-        self._sums = dict(state["pending_metrics"])
-        self._seconds_before = state["train_seconds"]
-        records = state["metrics_records"]
-        if self.step == self.steps:  # stopped after the final meta-test: it is run again
-            records -= 1
-        self._resume_log = (records, self.step)
 
-    def save_checkpoint(self) -> None:
-        save_checkpoint(self.state(), self.run_context.run_dir)
+    def generators(self) -> dict[str, torch.Generator]:
+        """The random generators of its own that a checkpoint keeps."""
+        return {"sampler": self.generator}
 
-    def _seconds(self) -> float:
-        return self._seconds_before + time.perf_counter() - self._started
+    def evaluation_steps(self) -> set[int]:
+        """Steps after which the meta-test runs besides the last one."""
+        if not self.loop.eval_every:
+            return set()
+        return set(range(self.loop.eval_every, self.steps, self.loop.eval_every))
+
+    def close(self) -> None:
+        self.evaluator.close()
 
     def run(self) -> dict[str, Any]:
-        run_dir = self.run_context.run_dir
-        self._fingerprint = config_fingerprint()
-        if self.run_context.resume:
-            remove_stale_temporaries(run_dir)
-            self.load_state(load_checkpoint(run_dir, fingerprint=self._fingerprint))
-            out.print(f"resuming at step {self.step} of {self.steps}")
-        self._started = time.perf_counter()
-        self._log = log = MetricsLog(run_dir, resume=self._resume_log)
-        eval_at = self.evaluation_steps()
-        result = None
-        try:
-            with _training_progress(self.show_progress) as bar, StopRequests() as stop:
-                task = bar.add_task("training", total=self.steps, completed=self.step)
-                while self.step < self.steps:
-                    if stop.requested:
-                        self.save_checkpoint()
-                        raise TrainingStopped(
-                            f"{stop.requested} at step {self.step}: checkpoint written; "
-                            f"continue with: python tools/run.py --resume {run_dir}"
-                        )
-                    self.set_learning_rates()
-                    with self.autocast():
-                        metrics = self.train_step()
-                    self.step += 1
-                    for k, v in metrics.items():  # on the device: no sync until logging
-                        self._sums[k] = self._sums.get(k, 0.0) + v
-                    if self.step % self.log_every == 0 or self.step == self.steps:
-                        self._check_finite()
-                        n = self.step % self.log_every or self.log_every
-                        log.write(
-                            self.step, "train", {k: float(v) / n for k, v in self._sums.items()}
-                        )
-                        self._sums = {}
-                    if self.step in eval_at:
-                        self._check_finite()
-                        result = self._evaluate_and_save(log)
-                        bar.update(task, description=f"training · {result.describe()}")
-                    elif (
-                        self.checkpoint_every
-                        and self.step % self.checkpoint_every == 0
-                        and self.step < self.steps  # the last checkpoint follows the final test
-                    ):
-                        self._check_finite()
-                        self.save_checkpoint()
-                    bar.update(task, completed=self.step)
-            result = self._evaluate_and_save(log)
-        finally:
-            log.close()
-            self.evaluator.close()
-        seconds = self._seconds()
-        record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
-        atomic_write_text(run_dir / "eval.json", json.dumps(record, indent=1))
-        atomic_write_text(run_dir / "summary.md", self._summary(result, seconds))
+        result, seconds = self.loop.run(self)
         summary = {
             "test_return_mean": round(result.mean, 4),
             "test_return_std": round(result.std, 4),
@@ -496,40 +404,7 @@ class FocalTrainer:
             summary["paper_return_mean"] = round(float(result.paper_returns.mean()), 4)
         return {**summary, "train_seconds": round(seconds, 1), "headline": result.describe()}
 
-    def evaluation_steps(self) -> set[int]:
-        """Steps after which the meta-test runs besides the last one."""
-        if not self.eval_every:
-            return set()
-        return set(range(self.eval_every, self.steps, self.eval_every))
-
-    def _evaluate_and_save(self, log: MetricsLog) -> MetaTestResult:
-        result = self.evaluate()
-        record = result.to_dict()
-        log.write(self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)})
-        self.save_checkpoint()
-        return result
-
-    def _check_finite(self) -> None:
-        """The losses summed since the last record are finite (a NaN or inf in any step makes
-        its sum so); checked when logging and before a checkpoint, never per step, so the
-        training loop does not wait on the device."""
-        losses = {k: v for k, v in self._sums.items() if k.startswith("loss_")}
-        if not losses or bool(torch.isfinite(torch.stack(list(losses.values()))).all()):
-            return
-        bad = next(k for k, v in losses.items() if not math.isfinite(float(v)))
-        since = self.step - (self.step % self.log_every or self.log_every) + 1
-        checkpoint = self.run_context.run_dir / CHECKPOINT
-        kept = (
-            f"the last good checkpoint is {checkpoint}"
-            if checkpoint.exists()
-            else "no checkpoint had been written yet"
-        )
-        raise TrainingDiverged(
-            f"{bad} became {float(losses[bad])} in steps {since}-{self.step}; training stopped and "
-            f"{kept}. Lower the learning rates or the reward scale of the recipe"
-        )
-
-    def _summary(self, result: MetaTestResult, seconds: float) -> str:
+    def summary(self, result: MetaTestResult, seconds: float) -> str:
         ctx = self.run_context
         lines = [
             f"# {ctx.run_dir.name}",
@@ -558,19 +433,6 @@ class FocalTrainer:
 def _name(factory: Callable) -> str:
     entry = entry_of(factory)
     return f"@{entry.name}" if entry else getattr(factory, "__name__", repr(factory))
-
-
-def _training_progress(enabled: bool) -> Progress:
-    return Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=out,
-        transient=True,
-        disable=not enabled,
-    )
 
 
 def _dataset_progress():

@@ -82,7 +82,7 @@ class MBMLTrainer(FocalTrainer):
                 f"{run.env} has {self.train.n_tasks}"
             )
         self.teacher_steps = teacher_steps
-        self.steps += teacher_steps
+        self.loop.steps += teacher_steps
         k, dims = self.train.n_tasks, (self.family.obs_dim, self.family.act_dim)
         self.teachers = teacher(obs_dim=dims[0], act_dim=dims[1], latent_dim=0, models=k)
         self.task_models = models(
@@ -163,9 +163,10 @@ class MBMLTrainer(FocalTrainer):
 
     def evaluation_steps(self) -> set[int]:
         """The student's meta-tests: every `eval_every` steps of phase 2."""
-        if not self.eval_every:
+        every = self.loop.eval_every
+        if not every:
             return set()
-        return set(range(self.teacher_steps + self.eval_every, self.steps, self.eval_every))
+        return set(range(self.teacher_steps + every, self.steps, every))
 
     # --- checkpoints -----------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

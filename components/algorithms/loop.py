@@ -1,0 +1,271 @@
+"""The training loop every algorithm composes: the schedule, learning-rate decay, precision,
+meta-tests, metrics, finiteness checks, checkpoints and exact resume, polite stopping.
+
+An algorithm (a `Learner`) says what one step is, what a meta-test is and what its state is; the
+loop does the rest, the same for every algorithm:
+
+    while step < steps:
+        learning rates for this step → learner.train_step() → step += 1
+        every log_every steps: finite? → metrics.jsonl
+        at each meta-test step: finite? → learner.evaluate() → metrics.jsonl → checkpoint
+        every checkpoint_every steps (between meta-tests): finite? → checkpoint
+    the final meta-test → checkpoint → eval.json, summary.md
+
+A checkpoint holds the learner's state (its networks and optimisers) beside the loop's: the
+step, the configuration's fingerprint, every random state (Python, NumPy, torch and the
+learner's own generators), the metric sums since the last record, the number of records and
+the training time so far; resuming restores all of them, so a resumed run continues exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import torch
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from components.evaluation.meta_test import MetaTestResult
+from components.reporting.checkpoint import (
+    CHECKPOINT,
+    StopRequests,
+    config_fingerprint,
+    load_checkpoint,
+    remove_stale_temporaries,
+    restore_rng_state,
+    rng_state,
+    save_checkpoint,
+)
+from components.reporting.console import out
+from components.reporting.metrics import MetricsLog
+from components.reporting.run_dir import atomic_write_text
+from registry import FocalppError, RecipeError, RunContext
+
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
+# progress p in [0, 1] -> learning-rate factor before the floor
+LR_DECAYS: dict[str | None, Callable[[float], float]] = {
+    None: lambda p: 1.0,
+    "linear": lambda p: 1.0 - p,
+    "cosine": lambda p: 0.5 * (1.0 + math.cos(math.pi * p)),
+}
+
+
+class TrainingDiverged(FocalppError):
+    """A loss became NaN or infinite."""
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped training at a step boundary, after a checkpoint was written."""
+
+
+class Learner(Protocol):
+    """What an algorithm gives the loop."""
+
+    def train_step(self) -> dict[str, torch.Tensor]: ...
+    def evaluate(self) -> MetaTestResult: ...
+    def evaluation_steps(self) -> set[int]: ...
+    def optimizers(self) -> list[torch.optim.Optimizer]: ...
+    def generators(self) -> dict[str, torch.Generator]: ...
+    def state(self) -> dict[str, Any]: ...
+    def load_state(self, state: dict[str, Any]) -> None: ...
+    def summary(self, result: MetaTestResult, seconds: float) -> str: ...
+    def close(self) -> None: ...
+
+
+class TrainingLoop:
+    """The loop of one run (see the module's docstring); `step` counts gradient steps done."""
+
+    def __init__(
+        self,
+        *,
+        run: RunContext,
+        steps: int,
+        eval_every: int,
+        log_every: int,
+        checkpoint_every: int,
+        progress: bool,
+        lr_decay: str | None,
+        lr_floor: float,
+        precision: str,
+        device: torch.device,
+    ):
+        if lr_decay not in LR_DECAYS:
+            raise RecipeError(
+                f"focal.lr_decay = {lr_decay!r}: expected None or one of "
+                f"{sorted(k for k in LR_DECAYS if k)}"
+            )
+        if precision not in PRECISIONS:
+            raise RecipeError(
+                f"focal.precision = {precision!r}: expected one of {sorted(PRECISIONS)}"
+            )
+        self.run_context = run
+        self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
+        self.checkpoint_every, self.show_progress = checkpoint_every, progress
+        self.lr_decay, self.lr_floor, self.precision, self.device = (
+            lr_decay,
+            lr_floor,
+            precision,
+            device,
+        )
+        self.step = 0
+        # run() fills these; set here so a built algorithm can already report its state
+        self._fingerprint: str | None = None
+        self._sums: dict[str, torch.Tensor] = {}
+        self._seconds_before, self._started = 0.0, time.perf_counter()
+        self._log: MetricsLog | None = None
+        self._resume_log: tuple[int, int] | None = None
+
+    # --- one step ---------------------------------------------------------------------------
+    def autocast(self):
+        """The training step's numeric precision (a no-op context for fp32)."""
+        dtype = PRECISIONS[self.precision]
+        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
+
+    def set_learning_rates(self, optimizers: list[torch.optim.Optimizer]) -> None:
+        """Every optimiser's learning rate for the coming step under `lr_decay`."""
+        if self.lr_decay is None:
+            return
+        decay = LR_DECAYS[self.lr_decay](self.step / self.steps)
+        factor = self.lr_floor + (1.0 - self.lr_floor) * decay
+        for opt in optimizers:
+            for group in opt.param_groups:
+                group["lr"] = group["base_lr"] * factor
+
+    # --- checkpoints --------------------------------------------------------------------------
+    def checkpoint_state(self, learner: Learner) -> dict[str, Any]:
+        """The learner's state and the loop's: everything the rest of the run depends on."""
+        return {
+            "step": self.step,
+            "config_fingerprint": self._fingerprint,
+            **learner.state(),
+            "rng": rng_state(learner.generators()),
+            "pending_metrics": dict(self._sums),
+            "metrics_records": self._log.count if self._log else 0,
+            "train_seconds": self.seconds(),
+        }
+
+    def restore(self, learner: Learner, state: dict[str, Any]) -> None:
+        """Everything `checkpoint_state` saved, to continue training exactly."""
+        learner.load_state(state)
+        self.step = state["step"]
+        restore_rng_state(state["rng"], learner.generators())
+        self._sums = dict(state["pending_metrics"])
+        self._seconds_before = state["train_seconds"]
+        records = state["metrics_records"]
+        if self.step == self.steps:  # stopped after the final meta-test: it is run again
+            records -= 1
+        self._resume_log = (records, self.step)
+
+    def save(self, learner: Learner) -> None:
+        save_checkpoint(self.checkpoint_state(learner), self.run_context.run_dir)
+
+    def seconds(self) -> float:
+        return self._seconds_before + time.perf_counter() - self._started
+
+    # --- the run ------------------------------------------------------------------------------
+    def run(self, learner: Learner) -> tuple[MetaTestResult, float]:
+        """Train to the end (continuing from the checkpoint when the run resumes); write
+        eval.json and summary.md; return the final meta-test and the training time."""
+        run_dir = self.run_context.run_dir
+        self._fingerprint = config_fingerprint()
+        if self.run_context.resume:
+            remove_stale_temporaries(run_dir)
+            self.restore(learner, load_checkpoint(run_dir, fingerprint=self._fingerprint))
+            out.print(f"resuming at step {self.step} of {self.steps}")
+        self._started = time.perf_counter()
+        self._log = log = MetricsLog(run_dir, resume=self._resume_log)
+        eval_at = learner.evaluation_steps()
+        result = None
+        try:
+            with _progress(self.show_progress) as bar, StopRequests() as stop:
+                task = bar.add_task("training", total=self.steps, completed=self.step)
+                while self.step < self.steps:
+                    if stop.requested:
+                        self.save(learner)
+                        raise TrainingStopped(
+                            f"{stop.requested} at step {self.step}: checkpoint written; "
+                            f"continue with: python tools/run.py --resume {run_dir}"
+                        )
+                    self.set_learning_rates(learner.optimizers())
+                    with self.autocast():
+                        metrics = learner.train_step()
+                    self.step += 1
+                    for k, v in metrics.items():  # on the device: no sync until logging
+                        self._sums[k] = self._sums.get(k, 0.0) + v
+                    if self.step % self.log_every == 0 or self.step == self.steps:
+                        self.check_finite()
+                        n = self.step % self.log_every or self.log_every
+                        log.write(
+                            self.step, "train", {k: float(v) / n for k, v in self._sums.items()}
+                        )
+                        self._sums = {}
+                    if self.step in eval_at:
+                        self.check_finite()
+                        result = self._evaluate_and_save(learner, log)
+                        bar.update(task, description=f"training · {result.describe()}")
+                    elif (
+                        self.checkpoint_every
+                        and self.step % self.checkpoint_every == 0
+                        and self.step < self.steps  # the last checkpoint follows the final test
+                    ):
+                        self.check_finite()
+                        self.save(learner)
+                    bar.update(task, completed=self.step)
+            result = self._evaluate_and_save(learner, log)
+        finally:
+            log.close()
+            learner.close()
+        seconds = self.seconds()
+        record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
+        atomic_write_text(run_dir / "eval.json", json.dumps(record, indent=1))
+        atomic_write_text(run_dir / "summary.md", learner.summary(result, seconds))
+        return result, seconds
+
+    def _evaluate_and_save(self, learner: Learner, log: MetricsLog) -> MetaTestResult:
+        result = learner.evaluate()
+        record = result.to_dict()
+        log.write(self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)})
+        self.save(learner)
+        return result
+
+    def check_finite(self) -> None:
+        """The losses summed since the last record are finite (a NaN or inf in any step makes
+        its sum so); checked when logging and before a checkpoint, never per step, so the
+        training loop does not wait on the device."""
+        losses = {k: v for k, v in self._sums.items() if k.startswith("loss_")}
+        if not losses or bool(torch.isfinite(torch.stack(list(losses.values()))).all()):
+            return
+        bad = next(k for k, v in losses.items() if not math.isfinite(float(v)))
+        since = self.step - (self.step % self.log_every or self.log_every) + 1
+        checkpoint = self.run_context.run_dir / CHECKPOINT
+        kept = (
+            f"the last good checkpoint is {checkpoint}"
+            if checkpoint.exists()
+            else "no checkpoint had been written yet"
+        )
+        raise TrainingDiverged(
+            f"{bad} became {float(losses[bad])} in steps {since}-{self.step}; training stopped and "
+            f"{kept}. Lower the learning rates or the reward scale of the recipe"
+        )
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=out,
+        transient=True,
+        disable=not enabled,
+    )
