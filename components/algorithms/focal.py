@@ -278,7 +278,12 @@ class FocalTrainer:
 
     @property
     def steps(self) -> int:
+        """The run's gradient steps (the loop's)."""
         return self.loop.steps
+
+    @steps.setter
+    def steps(self, value: int) -> None:
+        self.loop.steps = value
 
     def autocast(self):
         """The training step's numeric precision (a no-op context for fp32)."""
@@ -346,7 +351,7 @@ class FocalTrainer:
         )
 
     # --- what the loop saves, restores and runs -------------------------------------------
-    def state(self) -> dict[str, Any]:
+    def parts_state(self) -> dict[str, Any]:
         """The networks and optimisers (the loop adds the step, random states and metric sums;
         the dataset is rebuilt from the store)."""
         return {
@@ -360,9 +365,13 @@ class FocalTrainer:
             },
         }
 
-    def checkpoint_state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, Any]:
         """A whole checkpoint as the loop writes it."""
         return self.loop.checkpoint_state(self)
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Everything `state()` saved, to continue training exactly."""
+        self.loop.restore(self, state)
 
     def load_weights(self, state: dict[str, Any]) -> None:
         """The networks of a checkpoint (enough to act and to be analysed)."""
@@ -374,8 +383,8 @@ class FocalTrainer:
             self.objective.load_state_dict(state["objective"])
         self.agent.load_state_dict(state["agent"])
 
-    def load_state(self, state: dict[str, Any]) -> None:
-        """The networks and optimisers of a checkpoint, to continue training exactly."""
+    def load_parts_state(self, state: dict[str, Any]) -> None:
+        """The networks and optimisers of a checkpoint."""
         self.load_weights(state)
         self.encoder_opt.load_state_dict(state["optimizers"]["encoder"])
         for name, opt in self.agent.optimizers().items():

@@ -75,8 +75,8 @@ class Learner(Protocol):
     def evaluation_steps(self) -> set[int]: ...
     def optimizers(self) -> list[torch.optim.Optimizer]: ...
     def generators(self) -> dict[str, torch.Generator]: ...
-    def state(self) -> dict[str, Any]: ...
-    def load_state(self, state: dict[str, Any]) -> None: ...
+    def parts_state(self) -> dict[str, Any]: ...  # networks and optimisers
+    def load_parts_state(self, state: dict[str, Any]) -> None: ...
     def summary(self, result: MetaTestResult, seconds: float) -> str: ...
     def close(self) -> None: ...
 
@@ -146,7 +146,7 @@ class TrainingLoop:
         return {
             "step": self.step,
             "config_fingerprint": self._fingerprint,
-            **learner.state(),
+            **learner.parts_state(),
             "rng": rng_state(learner.generators()),
             "pending_metrics": dict(self._sums),
             "metrics_records": self._log.count if self._log else 0,
@@ -155,7 +155,7 @@ class TrainingLoop:
 
     def restore(self, learner: Learner, state: dict[str, Any]) -> None:
         """Everything `checkpoint_state` saved, to continue training exactly."""
-        learner.load_state(state)
+        learner.load_parts_state(state)
         self.step = state["step"]
         restore_rng_state(state["rng"], learner.generators())
         self._sums = dict(state["pending_metrics"])

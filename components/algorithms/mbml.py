@@ -169,8 +169,8 @@ class MBMLTrainer(FocalTrainer):
         return set(range(self.teacher_steps + every, self.steps, every))
 
     # --- checkpoints -----------------------------------------------------------------------------
-    def state(self) -> dict[str, Any]:
-        state = super().state()
+    def parts_state(self) -> dict[str, Any]:
+        state = super().parts_state()
         state["teachers"] = self.teachers.state_dict()
         state["task_models"] = self.task_models.state_dict()
         state["optimizers"].update(
@@ -184,8 +184,8 @@ class MBMLTrainer(FocalTrainer):
         self.teachers.load_state_dict(state["teachers"])
         self.task_models.load_state_dict(state["task_models"])
 
-    def load_state(self, state: dict[str, Any]) -> None:
-        super().load_state(state)
+    def load_parts_state(self, state: dict[str, Any]) -> None:
+        super().load_parts_state(state)
         for name, opt in self.teachers.optimizers().items():
             opt.load_state_dict(state["optimizers"][f"teachers.{name}"])
         self.task_models.opt.load_state_dict(state["optimizers"]["task_models"])
