@@ -35,6 +35,7 @@ from components.algorithms.focal import FocalTrainer
 from components.contracts import check_parts
 from components.objectives.triplet import Triplet
 from components.rl.bcq import BCQ
+from components.rl.steps import step
 from components.rl.task_models import TaskModels
 from components.transitions import Transitions
 from registry import RecipeError, RunContext, register
@@ -136,25 +137,16 @@ class MBMLTrainer(FocalTrainer):
             teacher_q = self.teachers.q_values(batch.obs, batch.action, tasks)  # [2, T, B]
             teacher_action = self.teachers.perturb(batch.obs, batch.action, tasks)
 
-        loss_vae = student.vae_loss(x, batch.action)
-        student.vae_opt.zero_grad(set_to_none=True)
-        loss_vae.backward()
-        student.vae_opt.step()
-
-        loss_q = ((student.q_values(x_q, batch.action) - teacher_q) ** 2).mean(dim=(1, 2)).sum()
-        student.q_opt.zero_grad(set_to_none=True)
-        loss_q.backward()
-        student.q_opt.step()
-
-        loss_actor = ((student.perturb(x, batch.action) - teacher_action) ** 2).mean()
-        student.actor_opt.zero_grad(set_to_none=True)
-        loss_actor.backward()
-        student.actor_opt.step()
-        return {
-            "loss_vae": loss_vae.detach(),
-            "loss_q_distill": loss_q.detach(),
-            "loss_actor_distill": loss_actor.detach(),
-        }
+        terms = step(student.vae_opt, student.vae_loss(x, batch.action))
+        q = student.q_values(x_q, batch.action)
+        terms |= step(
+            student.q_opt, {"loss_q_distill": ((q - teacher_q) ** 2).mean(dim=(1, 2)).sum()}
+        )
+        action = student.perturb(x, batch.action)
+        terms |= step(
+            student.actor_opt, {"loss_actor_distill": ((action - teacher_action) ** 2).mean()}
+        )
+        return terms
 
     def train_step(self) -> dict[str, torch.Tensor]:
         if self.step < self.teacher_steps:

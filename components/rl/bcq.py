@@ -21,6 +21,7 @@ from torch import nn
 
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.networks import MLP
+from components.rl.steps import frozen, step
 from components.transitions import Transitions
 from registry import register
 from registry.constraints import (
@@ -45,6 +46,7 @@ class BCQ(nn.Module):
         hidden: hidden sizes of the actor and the critics (BCQ: 400, 300).
         vae_hidden: hidden sizes of the VAE's encoder and decoder (BCQ: 750, 750).
         lr: Adam learning rate of every part (BCQ: 1e-3).
+        vae_lr, actor_lr, q_lr: one part's on its own (None: `lr`).
         discount: γ.
         tau: Polyak rate of the target actor and critics.
         reward_scale: multiplies rewards.
@@ -64,6 +66,9 @@ class BCQ(nn.Module):
         hidden: Widths = (400, 300),
         vae_hidden: Widths = (750, 750),
         lr: PositiveFloat = 1e-3,
+        vae_lr: PositiveFloat | None = None,
+        actor_lr: PositiveFloat | None = None,
+        q_lr: PositiveFloat | None = None,
         discount: Fraction = 0.99,
         tau: Fraction = 0.005,
         reward_scale: PositiveFloat = 1.0,
@@ -88,11 +93,12 @@ class BCQ(nn.Module):
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
 
-        def adam(module: nn.Module) -> torch.optim.Optimizer:
-            return torch.optim.Adam(module.parameters(), lr=lr)
+        def adam(module: nn.Module, rate: float | None) -> torch.optim.Optimizer:
+            return torch.optim.Adam(module.parameters(), lr=rate or lr)
 
-        vae = nn.ModuleList([self.vae_encoder, self.vae_decoder])
-        self.vae_opt, self.actor_opt, self.q_opt = adam(vae), adam(self.actor), adam(self.q)
+        self.vae_opt = adam(nn.ModuleList([self.vae_encoder, self.vae_decoder]), vae_lr)
+        self.actor_opt = adam(self.actor, actor_lr)
+        self.q_opt = adam(self.q, q_lr)
 
     def _network(self, in_features: int, out_features: int, hidden: tuple[int, ...]) -> nn.Module:
         if self.models:
@@ -114,7 +120,7 @@ class BCQ(nn.Module):
     # --- the parts ---------------------------------------------------------------------------
     def vae_loss(
         self, x: torch.Tensor, action: torch.Tensor, models: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    ) -> dict[str, torch.Tensor]:
         """Reconstruction MSE + ½ KL to N(0, I), as BCQ's VAE."""
         mean, log_std = self._run(self.vae_encoder, torch.cat([x, action], -1), models).chunk(2, -1)
         log_std = log_std.clamp(-4.0, 15.0)
@@ -122,7 +128,7 @@ class BCQ(nn.Module):
         u = mean + std * torch.randn_like(std)
         recon = torch.tanh(self._run(self.vae_decoder, torch.cat([x, u], -1), models))
         kl = -0.5 * (1 + 2 * log_std - mean**2 - std**2).mean()
-        return ((recon - action) ** 2).mean() + 0.5 * kl
+        return {"loss_vae": ((recon - action) ** 2).mean() + 0.5 * kl}
 
     def decode(self, x: torch.Tensor, models: torch.Tensor | None = None) -> torch.Tensor:
         """A behaviour-like action per row: the decoder at a clipped N(0, I) latent."""
@@ -197,11 +203,14 @@ class BCQ(nn.Module):
         x = x_q.detach()
         x_next = torch.cat([batch.next_obs, zb], -1).detach()
 
-        loss_vae = self.vae_loss(x, batch.action)
-        self.vae_opt.zero_grad(set_to_none=True)
-        loss_vae.backward()
-        self.vae_opt.step()
+        terms = step(self.vae_opt, self.vae_loss(x, batch.action))
+        terms |= step(self.q_opt, self.q_loss(x_q, batch, x_next))
+        terms |= step(self.actor_opt, self.actor_loss(x))
+        self.update_targets()
+        return terms
 
+    def q_loss(self, x_q: torch.Tensor, batch: Transitions, x_next: torch.Tensor) -> dict:
+        """Twin Q to the soft-clipped double-Q target over perturbed decodes at x′ (BCQ)."""
         with torch.no_grad():
             _, q_next = self._candidates(x_next, None, target=True)  # [2, M, B, S]
             soft = (
@@ -212,32 +221,15 @@ class BCQ(nn.Module):
                 + self.discount * (1.0 - batch.terminated) * soft.max(-1).values
             )
         q = self.q_values(x_q, batch.action)  # [2, M, B]
-        loss_q = ((q - target_q) ** 2).mean(dim=(1, 2)).sum()
-        self.q_opt.zero_grad(set_to_none=True)
-        loss_q.backward()
-        self.q_opt.step()
+        return {"loss_q": ((q - target_q) ** 2).mean(dim=(1, 2)).sum(), "q_mean": q.mean().detach()}
 
-        loss_actor = self.actor_loss(x)
-        self.actor_opt.zero_grad(set_to_none=True)
-        loss_actor.backward()
-        self.actor_opt.step()
-
-        self.update_targets()
-        return {
-            "loss_vae": loss_vae.detach(),
-            "loss_q": loss_q.detach(),
-            "loss_actor": loss_actor.detach(),
-            "q_mean": q.mean().detach(),
-        }
-
-    def actor_loss(self, x: torch.Tensor) -> torch.Tensor:
+    def actor_loss(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """−Q1 of perturbed decodes; the gradient reaches the actor, not the critic or VAE."""
         with torch.no_grad():
             decoded = self.decode(x)
-        self.q.requires_grad_(False)
-        value = self.q_values(x, self.perturb(x, decoded))[0]
-        self.q.requires_grad_(True)
-        return -value.mean()
+        with frozen(self.q):
+            value = self.q_values(x, self.perturb(x, decoded))[0]
+        return {"loss_actor": -value.mean()}
 
     @torch.no_grad()
     def update_targets(self) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -23,6 +22,7 @@ from components.rl.batched_mlp import BatchedMLP
 from components.rl.brac_losses import AlphaLoss, PolicyLoss, QLoss, ValueLoss
 from components.rl.divergence import DualKLCritic
 from components.rl.networks import MLP, TanhGaussianPolicy
+from components.rl.steps import frozen, step
 from components.transitions import Transitions
 from registry import register
 from registry.constraints import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt, Widths
@@ -185,23 +185,3 @@ class BRAC(nn.Module):
             for target, online in zip(self.v_target.parameters(), self.v.parameters(), strict=True):
                 target.lerp_(online, self.tau)
         return {**terms, "alpha": alpha, "policy_divergence": divergence.mean().detach()}
-
-
-def step(
-    optimizer: torch.optim.Optimizer, terms: dict[str, torch.Tensor]
-) -> dict[str, torch.Tensor]:
-    """Minimise the `loss_*` terms with `optimizer`; return every term detached."""
-    optimizer.zero_grad(set_to_none=True)
-    sum(v for k, v in terms.items() if k.startswith("loss_")).backward()
-    optimizer.step()
-    return {k: v.detach() for k, v in terms.items()}
-
-
-@contextmanager
-def frozen(module: nn.Module):
-    """No gradient to `module`'s weights inside (gradients still flow through it to inputs)."""
-    module.requires_grad_(False)
-    try:
-        yield
-    finally:
-        module.requires_grad_(True)

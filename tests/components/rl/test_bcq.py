@@ -56,7 +56,7 @@ def test_critic_target_is_the_soft_clipped_max_over_candidates():
     x = torch.cat([data.obs, zb], -1)
     reference = copy.deepcopy(bcq)
     torch.manual_seed(5)
-    loss_vae = reference.vae_loss(x, data.action)  # the update steps the VAE first
+    loss_vae = reference.vae_loss(x, data.action)["loss_vae"]  # the update steps the VAE first
     reference.vae_opt.zero_grad()
     loss_vae.backward()
     reference.vae_opt.step()
@@ -107,5 +107,5 @@ def test_only_the_critic_loss_reaches_z():
     z2 = torch.randn(2, Z, requires_grad=True)
     zb = z2[:, None, :].expand(-1, 8, -1)
     x = torch.cat([data.obs, zb], -1).detach()
-    (bcq.vae_loss(x, data.action) + bcq.actor_loss(x)).backward()
+    (bcq.vae_loss(x, data.action)["loss_vae"] + bcq.actor_loss(x)["loss_actor"]).backward()
     assert z2.grad is None

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from components.rl.brac import BRAC, frozen
+from components.rl.brac import BRAC
+from components.rl.steps import frozen
 from tests.components.rl.test_brac import ACT, OBS, Z, batch
 
 NETWORKS = ("q", "v", "v_target", "policy", "divergence", "log_alpha")
