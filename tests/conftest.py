@@ -33,10 +33,6 @@ def toy_recipes() -> Path:
     return TOY_RECIPES
 
 
-# Variables a tool reads when its process starts: a call that sets one needs its own process.
-PER_PROCESS = ("FOCALPP_RECIPES", "FOCALPP_DATA", "CUDA_VISIBLE_DEVICES")
-
-
 def cli(
     tool: str, *args: str, env: dict | None = None, cwd=None, process: bool = False
 ) -> subprocess.CompletedProcess:
@@ -44,10 +40,11 @@ def cli(
 
     In this process, through the tool's `main(argv)` (its own start-up is what a separate
     process would add, and that is most of a tool test's time), unless `process` is set or the
-    call needs a process of its own: a working directory or an environment variable the tool
-    reads at start-up. Thread-count variables only matter to timings and are ignored here.
+    call needs a process of its own: a working directory, or environment variables (read at
+    start-up: FOCALPP_RECIPES, or the thread count, which changes the order of float sums and
+    so the bits of a run that another process is compared with).
     """
-    if process or cwd is not None or any(k in PER_PROCESS for k in env or {}):
+    if process or cwd is not None or env:
         return subprocess.run(
             [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
             capture_output=True,

@@ -25,7 +25,6 @@ from tests.conftest import cli
 
 DATASET = Path("sparse_point_robot") / "checkpoints-s0-tiny"
 ARRAY = DATASET / "mixed" / "obs.npy"  # the quality the point-robot recipes train on
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 @dataclass
@@ -632,7 +631,7 @@ def attempt(case: str, world: World, directory: Path) -> Outcome:
     prepare, _ = CASES[case]
     tool, args, absent, unchanged, *env = prepare(world, directory)
     before = {p: state(p) for p in unchanged}
-    result = cli(tool, *args, env={**ONE_THREAD, **(env[0] if env else {})})
+    result = cli(tool, *args, env=env[0] if env else None)
     return Outcome(tool, result, directory, absent, before)
 
 
