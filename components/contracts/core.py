@@ -110,12 +110,8 @@ def parts_of(factory: Any) -> list[tuple[Callable[..., Any], str, str]]:
     entry = entry_of(target)
     if entry is None:
         return []
-    values: dict[str, Any] = {
-        k: v
-        for k, v in inspect.signature(target).parameters.items()
-        if v.default is not inspect.Parameter.empty
-    }
-    values = {k: p.default for k, p in values.items()}
+    params = inspect.signature(target).parameters.items()
+    values = {k: p.default for k, p in params if p.default is not inspect.Parameter.empty}
     selector = entry.gin_name
     for scope in ["", *("/".join(scopes[: i + 1]) for i in range(len(scopes)))]:
         values.update(gin.config._CONFIG.get((scope, selector), {}))
