@@ -91,7 +91,7 @@ _BINDING_HINT = " (check the recipe files and --gin_param bindings)"
 def _check_value(binding: str, value: Any, annotation: Any, hint: str) -> None:
     if _accepts(value, annotation) is not False:
         return
-    wrong_type = _accepts(value, _strip(annotation)) is False
+    wrong_type = _accepts(value, annotation, ranges=False) is False
     got = f", got {type(value).__name__}" if wrong_type else ""
     raise RecipeError(f"{binding} = {value!r}: expected {_describe(annotation)}{got}{hint}")
 
@@ -102,24 +102,6 @@ def _ranges(annotation: Any) -> list[Range]:
         meta = annotation.__metadata__
         return [m for m in meta if isinstance(m, Range)] + _ranges(annotation.__origin__)
     return [r for a in typing.get_args(annotation) for r in _ranges(a)]
-
-
-def _strip(annotation: Any) -> Any:
-    """The annotation without its ranges (to tell a wrong type from a value out of range)."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _strip(annotation.__origin__)
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if not args or origin is None or origin is typing.Literal:
-        return annotation
-    stripped = tuple(_strip(a) if a is not Ellipsis else a for a in args)
-    if origin in (typing.Union, types.UnionType):
-        return typing.Union[stripped]  # noqa: UP007 (built from a tuple)
-    try:
-        return (
-            annotation.copy_with(stripped) if hasattr(annotation, "copy_with") else origin[stripped]
-        )
-    except TypeError:
-        return annotation
 
 
 def _check_kind(binding: str, value: Any, default: Any) -> None:
@@ -169,18 +151,19 @@ def _annotations(obj: Any) -> dict[str, Any]:
     return hints
 
 
-def _accepts(value: Any, annotation: Any) -> bool | None:
+def _accepts(value: Any, annotation: Any, ranges: bool = True) -> bool | None:
+    """True, False, or UNKNOWN; `ranges=False` judges the type alone (not Annotated ranges)."""
     if _is_reference(value) or annotation is Any:
         return UNKNOWN
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Annotated:
-        answer = _accepts(value, annotation.__origin__)
-        ranges = [m for m in annotation.__metadata__ if isinstance(m, Range)]
-        if answer is True and not all(r.holds(value) for r in ranges):
+        answer = _accepts(value, annotation.__origin__, ranges)
+        limits = [m for m in annotation.__metadata__ if isinstance(m, Range)] if ranges else []
+        if answer is True and not all(r.holds(value) for r in limits):
             return False
         return answer
     if origin in (typing.Union, types.UnionType):
-        answers = [_accepts(value, a) for a in args]
+        answers = [_accepts(value, a, ranges) for a in args]
         return True if True in answers else (UNKNOWN if UNKNOWN in answers else False)
     if annotation is type(None) or annotation is None:
         return value is None
@@ -198,14 +181,14 @@ def _accepts(value: Any, annotation: Any) -> bool | None:
         if not isinstance(value, (tuple, list)):
             return False
         if len(args) == 2 and args[1] is Ellipsis:
-            return _all(_accepts(v, args[0]) for v in value)
+            return _all(_accepts(v, args[0], ranges) for v in value)
         if args and len(args) != len(value):
             return False
-        return _all(_accepts(v, a) for v, a in zip(value, args, strict=False))
+        return _all(_accepts(v, a, ranges) for v, a in zip(value, args, strict=False))
     if origin in (list, collections.abc.Sequence):
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             return False
-        return _all(_accepts(v, args[0]) for v in value) if args else True
+        return _all(_accepts(v, args[0], ranges) for v in value) if args else True
     if origin in (dict, collections.abc.Mapping):
         return isinstance(value, dict)
     if origin is collections.abc.Callable or annotation is collections.abc.Callable:

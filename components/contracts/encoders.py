@@ -71,16 +71,21 @@ def each_size(probe):
     return run
 
 
-@contract("transition_encoder", TransitionEncoder)
-@each_size
-def probe_transition_encoder(factory, given) -> None:
+def encoder_builder(factory, given):
+    """The sizes an encoder probe uses and a function that builds a fresh member with them."""
     sizes, latent = tuple(given["sizes"]), given.get("latent_dim", LATENT)
 
     def make():
-        return build(
-            factory, "be built as cls(sizes=, latent_dim=)", sizes=sizes, latent_dim=latent
-        )
+        promise = "be built as cls(sizes=, latent_dim=)"
+        return build(factory, promise, sizes=sizes, latent_dim=latent)
 
+    return sizes, latent, make
+
+
+@contract("transition_encoder", TransitionEncoder)
+@each_size
+def probe_transition_encoder(factory, given) -> None:
+    sizes, latent, make = encoder_builder(factory, given)
     encoder = make()
     out = encoder(_context(sizes))
     if isinstance(out, Encoded):
@@ -97,13 +102,7 @@ def probe_transition_encoder(factory, given) -> None:
 @contract("context_encoder", ContextEncoder)
 @each_size
 def probe_context_encoder(factory, given) -> None:
-    sizes, latent = tuple(given["sizes"]), given.get("latent_dim", LATENT)
-
-    def make():
-        return build(
-            factory, "be built as cls(sizes=, latent_dim=)", sizes=sizes, latent_dim=latent
-        )
-
+    sizes, latent, make = encoder_builder(factory, given)
     encoder = make()
     out = encoder(_context(sizes))
     if not isinstance(out, Encoded):
