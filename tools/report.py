@@ -8,10 +8,16 @@ runs by (env, scale, recipe) and prints, mean ± std over seeds:
   Table 1   the final test return the paper's number is compared with (on the point robots
             the sparse return as the paper scored it, 1 − d inside the goal radius; the dense
             return on the MuJoCo families, as the paper's), the paper's number (at its scale),
-            the fraction of the test split's ceiling, the appendix sparse return and its
-            fraction, the mean std over test tasks, the dense return, the training time;
-            the paper's numbers are per recipe and env: a labelled run (a study variant)
-            is set beside its recipe's number, its label in the recipe column
+            the interquartile mean over seeds with its 95% stratified-bootstrap interval
+            (rliable; `--reps` replications), the fraction of the test split's ceiling, the
+            appendix sparse return and its fraction, the mean std over test tasks, the dense
+            return, the training time; the paper's numbers are per recipe and env: a labelled
+            run (a study variant) is set beside its recipe's number, its label in the recipe
+            column
+  Orders    the paper's order claims between two rows (paper.PAIRS: each ingredient against
+            FOCAL, FOCAL++ against each ingredient, FOCAL against each baseline) tested on our
+            seeds: P(a run of one row does better than a run of the other) with its interval,
+            for the return and the embedding variances, and the verdict the interval allows
   Ceilings  each test split's oracle return under each formula
   Task vectors  read-out error, identification, variance ratio, goal holding }
   Table 2   the embedding variance (and the scale-free ratio) } from each run's analysis.json,
@@ -38,13 +44,17 @@ from rich.table import Table
 from components.evaluation.embedding_variance import crossovers
 from components.reporting import figures
 from components.reporting.console import out, run_tool
+from components.reporting.intervals import REPS, improvement, iqm, verdict
 from components.reporting.metrics import read_metrics
 from components.reporting.paper import (
     ATTENTION_AUC,
+    PAIRS,
     TABLE1,
     TABLE1_DENSE,
     TABLE2,
     TABLE3,
+    claimed_return_order,
+    claimed_variance_order,
 )
 from components.reporting.run_dir import atomic_write_text
 from components.reporting.run_record import read_run_record
@@ -64,8 +74,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("paths", nargs="+", type=Path, help="run or study directories, or parents")
     p.add_argument("--markdown", action="store_true", help="print Markdown tables")
     p.add_argument("--out", type=Path, help="also write report.md and figures (PNG) here")
+    p.add_argument(
+        "--reps",
+        type=int,
+        default=REPS,
+        help=f"bootstrap replications of the intervals (default {REPS})",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.reps < 100:
+        p.error(f"--reps {args.reps}: expected at least 100 bootstrap replications")
+    return args
 
 
 def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
@@ -166,7 +185,14 @@ def ceiling_of(group: list[dict], formula: str) -> float | None:
     return found[0] if found and None not in found and len(set(found)) == 1 else None
 
 
-def returns_table(grouped) -> Report:
+def interval(values: Sequence[float | None], reps: int) -> str:
+    """IQM over seeds [95% stratified-bootstrap interval]; '-' below two seeds."""
+    if len(values) < 2 or None in values:
+        return "-"
+    return iqm(values, reps=reps).format()
+
+
+def returns_table(grouped, reps: int = REPS) -> Report:
     rows = []
     for (env, scale, recipe), group in grouped.items():
         task_std = np.mean([r["eval"]["test_return_std"] for r in group])
@@ -186,6 +212,7 @@ def returns_table(grouped) -> Report:
                 recipe,
                 seeds(group),
                 spread(ours) if None not in ours else "-",
+                interval(ours, reps),
                 paper_cell,
                 fraction(ours, ceiling_of(group, formula)) if None not in ours else "-",
                 spread(sparse) if None not in sparse else "-",
@@ -201,6 +228,7 @@ def returns_table(grouped) -> Report:
         "recipe",
         "seeds",
         "paper-comparable",
+        "IQM [95% CI]",
         "paper",
         "of ceiling",
         "sparse (appendix)",
@@ -210,13 +238,95 @@ def returns_table(grouped) -> Report:
         "train s",
     )
     return Report(
-        "Table 1: final test return, mean ± std over seeds, beside the paper's (its full scale). "
+        "Table 1: final test return, mean ± std over seeds and interquartile mean with its 95% "
+        "stratified-bootstrap interval (rliable), beside the paper's (its full scale). "
         "Paper-comparable: the point robots' sparse return as the paper scored it (1 − d inside "
         "the goal radius), the dense return where the paper gives dense returns; sparse "
         "(appendix): (r − g)/|g| above g; std over tasks: of the appendix return",
         columns,
         rows,
     )
+
+
+def _variance(run: dict) -> float | None:
+    return run["analysis"].get("embedding_variance", {}).get("embedding_variance")
+
+
+def _variance_ratio(run: dict) -> float | None:
+    return run["analysis"].get("task_vectors", {}).get("variance_ratio")
+
+
+def _sparsity(group: list[dict]) -> float | None:
+    found = [r["analysis"].get("embedding_variance", {}).get("sparsity") for r in group]
+    return float(np.mean(found)) if found and None not in found else None
+
+
+# (measure, the value of a run, whether higher is better)
+MEASURES = (
+    ("return (paper-comparable)", comparable, True),
+    ("embedding variance", _variance, False),
+    ("within/between variance", _variance_ratio, False),
+)
+
+
+def order_table(grouped, reps: int = REPS) -> Report | None:
+    """The paper's order claims between two rows (paper.PAIRS) tested on our seeds: the
+    probability that a run of the row does better than a run of the other (higher return,
+    lower variance) with its 95% interval, and the verdict the interval allows. Rows are
+    compared within one environment, scale and label."""
+    rows_by_key = {
+        (env, scale, group[0].get("label") or "", recipe_stem(group[0])): group
+        for (env, scale, _), group in grouped.items()
+    }
+    rows = []
+    for measure, value, higher in MEASURES:
+        for (env, scale, label, stem), group in sorted(rows_by_key.items()):
+            for row, other in PAIRS:
+                against = rows_by_key.get((env, scale, label, other))
+                x = [value(r) for r in group]
+                y = [value(r) for r in against or ()]
+                if row != stem or min(len(x), len(y)) < 2 or None in x + y:
+                    continue
+                if higher:
+                    claim, said = claimed_return_order(env, row, other)
+                else:
+                    claim, said = claimed_variance_order(env, row, other, _sparsity(group))
+                sign = 1.0 if higher else -1.0
+                p = improvement([sign * v for v in x], [sign * v for v in y], reps=reps)
+                rows.append(
+                    (
+                        env,
+                        scale,
+                        label or "-",
+                        measure,
+                        row,
+                        other,
+                        f"{len(x)} v {len(y)}",
+                        p.format(),
+                        said,
+                        verdict(p, claim),
+                    )
+                )
+    columns = (
+        "env",
+        "scale",
+        "label",
+        "measure",
+        "row",
+        "against",
+        "seeds",
+        "P(row better) [95% CI]",
+        "paper",
+        "verdict",
+    )
+    title = (
+        "Orders: the probability that a run of the row does better than a run of the other "
+        "(higher return, lower variance; 0.5 = no difference) with its 95% stratified-bootstrap "
+        "interval (rliable); 'reproduced' only where the interval excludes 0.5 on the paper's "
+        "side. Both variances are set against Table 2's raw numbers, the scale-free ratio "
+        "(at the task_vectors context size) as a reading of the same claim"
+    )
+    return Report(title, columns, rows) if rows else None
 
 
 def ceilings_table(grouped) -> Report | None:
@@ -425,29 +535,44 @@ def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, lis
     bound goal radius) with an embedding-variance analysis; per recipe, variance against the
     data's sparsity ratio, and where each recipe's curve crosses FOCAL's. Labels that vary
     something else (a data quality, a precision) are not sparsity levels."""
-    points: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = defaultdict(dict)
+    points: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(dict)
     for (env, scale, _), group in grouped.items():
         for run in group:
             found = run["analysis"].get("embedding_variance", {})
             radius_bound = any("goal_radius" in b for b in run.get("bindings", []))
             if not run.get("label") or not radius_bound or "sparsity" not in found:
                 continue
-            curve = points[(env, scale)].setdefault(recipe_stem(run), [])
-            curve.append((found["sparsity"], found["embedding_variance"], run["label"]))
+            auc = run["analysis"].get("attention_auc", {})
+            point = {
+                "label": run["label"],
+                "sparsity": found["sparsity"],
+                "variance": found["embedding_variance"],
+                "return": comparable(run),
+                "auc": auc.get("attention_auc") if auc.get("attention_gated") else None,
+            }
+            points[(env, scale)].setdefault(recipe_stem(run), []).append(point)
     rows, pictures = [], []
     for (env, scale), recipes in sorted(points.items()):
         series = {}
         for stem, found in sorted(recipes.items()):
             by_label = defaultdict(list)
-            for sparsity, variance, label in found:
-                by_label[label].append((sparsity, variance))
-            levels = sorted(
-                (np.mean([p[0] for p in v]), np.mean([p[1] for p in v]), k)
-                for k, v in by_label.items()
-            )
-            series[stem] = levels
-            for sparsity, variance, label in levels:
-                rows.append((env, scale, stem, label, f"{sparsity:.3f}", f"{variance:.2e}"))
+            for point in found:
+                by_label[point["label"]].append(point)
+            levels, lines = [], []
+            for label, same in by_label.items():
+                column = {
+                    k: [p[k] for p in same] for k in ("sparsity", "variance", "return", "auc")
+                }
+                levels.append((np.mean(column["sparsity"]), np.mean(column["variance"]), label))
+                cells = [
+                    spread(column[k], digits) if None not in column[k] else "-"
+                    for k, digits in (("variance", ".2e"), ("return", ".2f"), ("auc", ".3f"))
+                ]
+                lines.append(
+                    (env, scale, stem, label, str(len(same)), f"{levels[-1][0]:.3f}", *cells)
+                )
+            rows += sorted(lines, key=lambda line: float(line[5]))
+            series[stem] = sorted(levels)
         base = "focal" if "focal" in series else next(iter(series))
         for stem, levels in series.items():
             if stem == base or len(levels) < 2:
@@ -458,7 +583,7 @@ def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, lis
             x = [s for s, v, lab in levels if lab in common]
             at = crossovers(x, a, b)
             where = ", ".join(f"{c:.2f}" for c in at) if at else "none in range"
-            rows.append((env, scale, f"{stem} crosses {base}", "-", where, "-"))
+            rows.append((env, scale, f"{stem} crosses {base}", "-", "-", where, "-", "-", "-"))
         if out_dir is not None and len(series) >= 1:
             pictures.append(
                 figures.curves(
@@ -470,8 +595,21 @@ def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, lis
                     path=out_dir / f"variance-sparsity-{env}-{scale}.png",
                 )
             )
-    columns = ("env", "scale", "recipe", "label", "sparsity ratio", "embedding variance")
-    title = "Variance-sparsity (paper: crossover near a sparsity ratio of 0.6)"
+    columns = (
+        "env",
+        "scale",
+        "recipe",
+        "label",
+        "seeds",
+        "sparsity ratio",
+        "embedding variance",
+        "paper-comparable return",
+        "attention AUC",
+    )
+    title = (
+        "Variance-sparsity (paper: crossover near a sparsity ratio of 0.6), mean ± std over "
+        "seeds per sparsity level; the crossover of the seed means"
+    )
     return (Report(title, columns, rows) if rows else None), pictures
 
 
@@ -529,11 +667,12 @@ def execute(args: argparse.Namespace) -> int:
     grouped = groups(runs)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-    reports = [returns_table(grouped)]
+    reports = [returns_table(grouped, args.reps)]
     study, sparsity_figures = variance_sparsity(grouped, args.out)
     reports += [
         t
         for t in (
+            order_table(grouped, args.reps),
             ceilings_table(grouped),
             task_vector_table(grouped),
             variance_table(grouped),

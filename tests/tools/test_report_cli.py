@@ -3,48 +3,71 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.conftest import cli
 
 
-def test_report_averages_seeds_of_real_runs(tiny_data, tmp_path):
-    for seed in (0, 1):
-        done = cli(
-            "run",
-            "--recipe",
-            "focal.gin",
-            "--scale",
-            "tiny",
-            "--seed",
-            str(seed),
-            "--out",
-            str(tmp_path / "runs" / f"s{seed}"),
-            "--gin_param",
-            f"focal.data_root = '{tiny_data}'",
-        )
-        assert done.returncode == 0, done.stderr
-    record = json.loads((tmp_path / "runs" / "s0" / "run.json").read_text())
-    assert (record["env"], record["scale"], record["seed"]) == ("sparse_point_robot", "tiny", 0)
-    (tmp_path / "runs" / "broken").mkdir()
-    (tmp_path / "runs" / "broken" / "run.json").write_text(json.dumps(record))
+@pytest.fixture(scope="module")
+def tiny_runs(tiny_data, tmp_path_factory) -> Path:
+    """Two seeds of FOCAL and of the batch-wise row at the tiny scale, analysed."""
+    runs = tmp_path_factory.mktemp("report-runs")
+    for recipe in ("focal", "focalpp_batchwise"):
+        for seed in (0, 1):
+            done = cli(
+                "run",
+                "--recipe",
+                f"{recipe}.gin",
+                "--scale",
+                "tiny",
+                "--seed",
+                str(seed),
+                "--out",
+                str(runs / f"{recipe}-s{seed}"),
+                "--gin_param",
+                f"focal.data_root = '{tiny_data}'",
+            )
+            assert done.returncode == 0, done.stderr
+    for which, analyses in (
+        ("*", "embedding_variance,task_vectors"),
+        ("focalpp_batchwise-*", "distribution_shift"),
+    ):
+        analysed = cli("analyze", *map(str, sorted(runs.glob(which))), "--analyses", analyses)
+        assert analysed.returncode == 0, analysed.stderr
+    return runs
 
-    result = cli("report", str(tmp_path / "runs"), "--markdown")
+
+def _records(runs: Path, recipe: str, name: str) -> list[dict]:
+    return [json.loads((runs / f"{recipe}-s{s}" / name).read_text()) for s in (0, 1)]
+
+
+def test_report_averages_seeds_of_real_runs(tiny_runs, tmp_path):
+    record = json.loads((tiny_runs / "focal-s0" / "run.json").read_text())
+    assert (record["env"], record["scale"], record["seed"]) == ("sparse_point_robot", "tiny", 0)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "run.json").write_text(json.dumps(record))
+
+    result = cli("report", str(tiny_runs), str(tmp_path), "--markdown", "--reps", "200")
     assert result.returncode == 0, result.stderr
-    means = [
-        json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text())["test_return_mean"]
-        for s in (0, 1)
-    ]
-    evals = [json.loads((tmp_path / "runs" / f"s{s}" / "eval.json").read_text()) for s in (0, 1)]
+    evals = _records(tiny_runs, "focal", "eval.json")
+    means = [e["test_return_mean"] for e in evals]
     dense = [e["dense_return_mean"] for e in evals]
     paper = [e["paper_return_mean"] for e in evals]
     row = next(line for line in result.stdout.splitlines() if "| focal |" in line)
-    # the paper's sparse return for this row and env stands beside the paper-comparable return
+    # the paper-comparable return, its interquartile mean (two seeds: none trimmed, so the
+    # mean) with an interval around it, then the paper's number for this row and env
     assert row.startswith(
         f"| sparse_point_robot | tiny | focal | 0,1 | {np.mean(paper):.2f} ± {np.std(paper):.2f}"
-        " | 11.84 ± 1.05 | "
+        f" | {np.mean(paper):.2f} ["
     )
+    low, high = map(float, re.findall(r"\[([-\d.]+), ([-\d.]+)\]", row)[0])
+    assert round(min(paper), 2) <= low <= np.mean(paper) + 0.005
+    assert np.mean(paper) - 0.005 <= high <= round(max(paper), 2)
+    assert "] | 11.84 ± 1.05 | " in row
     assert f"| {np.mean(means):.2f} ± {np.std(means):.2f} |" in row
     assert f"| {np.mean(dense):.2f} ± {np.std(dense):.2f} |" in row
     # each test split's ceiling: an oracle's return on the 20 test tasks of data seed 0
@@ -55,44 +78,52 @@ def test_report_averages_seeds_of_real_runs(tiny_data, tmp_path):
     assert "unfinished (no eval.json)" in result.stdout and "broken" in result.stdout
 
 
+def test_report_orders_two_rows_by_probability_of_improvement(tiny_runs):
+    result = cli("report", str(tiny_runs), "--markdown", "--reps", "200")
+    assert result.returncode == 0, result.stderr
+    ours = [e["paper_return_mean"] for e in _records(tiny_runs, "focalpp_batchwise", "eval.json")]
+    focal = [e["paper_return_mean"] for e in _records(tiny_runs, "focal", "eval.json")]
+    # P(X > Y) + ½ P(X = Y) over the four pairs of runs
+    p = np.mean([(x > y) + 0.5 * (x == y) for x in ours for y in focal])
+    prefix = (
+        "| sparse_point_robot | tiny | - | return (paper-comparable) | focalpp_batchwise | focal"
+    )
+    row = next(line for line in result.stdout.splitlines() if line.startswith(prefix))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[6] == "2 v 2" and cells[8] == "12.54 > 11.84"
+    point, low, high = map(float, re.findall(r"[-\d.]+", cells[7]))  # "P [low, high]"
+    assert point == pytest.approx(p, abs=0.005) and low <= point <= high
+    expected = (
+        "same within noise" if low <= 0.5 <= high else "reproduced" if low > 0.5 else "reversed"
+    )
+    assert cells[9] == expected
+    # the variances are set against Table 2's numbers: lower is better there
+    variance = next(
+        line
+        for line in result.stdout.splitlines()
+        if line.startswith(
+            "| sparse_point_robot | tiny | - | embedding variance | focalpp_batchwise"
+        )
+    )
+    assert "| 7.73e-05 < 8.54e-05 |" in variance
+
+
 def test_report_without_runs_is_an_error(tmp_path):
     result = cli("report", str(tmp_path))
     assert result.returncode == 2 and "no finished runs" in result.stderr
 
 
-def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
+def test_report_tables_from_analyses_and_figures(tiny_runs, tmp_path):
     import matplotlib.image
 
-    runs = tmp_path / "runs"
-    for seed in (0, 1):
-        done = cli(
-            "run",
-            "--recipe",
-            "focalpp_batchwise.gin",
-            "--scale",
-            "tiny",
-            "--seed",
-            str(seed),
-            "--out",
-            str(runs / f"s{seed}"),
-            "--gin_param",
-            f"focal.data_root = '{tiny_data}'",
-        )
-        assert done.returncode == 0, done.stderr
-    analysed = cli(
-        "analyze",
-        *(str(runs / f"s{s}") for s in (0, 1)),
-        "--analyses",
-        "embedding_variance,task_vectors,distribution_shift",
-    )
-    assert analysed.returncode == 0, analysed.stderr
+    runs = tiny_runs
     variances = [
-        json.loads((runs / f"s{s}" / "analysis.json").read_text())["embedding_variance"][
-            "embedding_variance"
-        ]
-        for s in (0, 1)
+        a["embedding_variance"]["embedding_variance"]
+        for a in _records(runs, "focalpp_batchwise", "analysis.json")
     ]
-    result = cli("report", str(runs), "--markdown", "--out", str(tmp_path / "report"))
+    result = cli(
+        "report", str(runs), "--markdown", "--out", str(tmp_path / "report"), "--reps", "200"
+    )
     assert result.returncode == 0, result.stderr
     assert "### Table 2: embedding variance" in result.stdout
     row = next(
@@ -102,8 +133,8 @@ def test_report_tables_from_analyses_and_figures(tiny_data, tmp_path):
         and "e-" in line
     )
     ratios = [
-        json.loads((runs / f"s{s}" / "analysis.json").read_text())["task_vectors"]["variance_ratio"]
-        for s in (0, 1)
+        a["task_vectors"]["variance_ratio"]
+        for a in _records(runs, "focalpp_batchwise", "analysis.json")
     ]
     assert f"{np.mean(variances):.2e} ± {np.std(variances):.2e}" in row
     # the paper's number for this row and env, then the scale-free ratio
@@ -156,7 +187,9 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
         sparsity["focal-sparse_point_robot_relabeled-r0.3-s0"]
         > (sparsity["focal-sparse_point_robot_relabeled-r1.0-s0"])
     )  # a smaller goal radius leaves more transitions without reward
-    result = cli("report", str(out), "--markdown", "--out", str(tmp_path / "report"))
+    result = cli(
+        "report", str(out), "--markdown", "--out", str(tmp_path / "report"), "--reps", "200"
+    )
     assert result.returncode == 0, result.stderr
     assert (
         "Variance-sparsity" in result.stdout and "focalpp_batchwise crosses focal" in result.stdout

@@ -13,3 +13,22 @@ def test_table3_keys_hold_each_column_of_the_paper():
         == TABLE1[("walker_params", "focalpp")][0]
     )
     assert len(TABLE3) == 2 * 12
+
+
+def test_order_claims_read_the_paper_per_column():
+    from components.reporting.paper import claimed_return_order, claimed_variance_order
+
+    assert claimed_return_order("sparse_point_robot", "focalpp", "focal") == (True, "12.96 > 11.84")
+    # on Point-Robot-Wind the paper's contrastive row lies below FOCAL, whatever its text says
+    assert claimed_return_order("point_robot_wind", "focalpp_contrastive", "focal") == (
+        False,
+        "-5.78 < -5.61",
+    )
+    assert claimed_return_order("walker_params", "focal", "mbml") == (True, "above (Figure 3)")
+    relabeled = "sparse_point_robot_relabeled"
+    assert claimed_return_order(relabeled, "focalpp_batchwise", "focal")[0] is True
+    assert claimed_return_order(relabeled, "focal", "focalpp_batchwise") == (None, "-")
+    # Table 2: lower variance is the claim; Figure 4d: less only above a sparsity of 0.6
+    assert claimed_variance_order("sparse_point_robot", "focalpp", "focal", None)[0] is True
+    assert claimed_variance_order(relabeled, "focalpp_batchwise", "focal", 0.79)[0] is True
+    assert claimed_variance_order(relabeled, "focalpp_batchwise", "focal", 0.3)[0] is False

@@ -1,0 +1,59 @@
+"""Interval estimates through rliable: the IQM, the probability of improvement, verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from components.reporting.intervals import Estimate, improvement, iqm, verdict
+
+
+def test_iqm_is_the_mean_of_the_middle_half_inside_its_interval():
+    values = [10.0, 12.1, 12.2, 12.4, 3.0, 12.3, 12.0, 30.0]
+    found = iqm(values, reps=500)
+    assert found.point == pytest.approx(stats.trim_mean(values, 0.25))
+    assert min(values) <= found.low <= found.point <= found.high <= max(values)
+    assert iqm(values, reps=500) == found  # seeded: the same runs give the same interval
+    assert iqm([1.0, 2.0, 3.0], reps=500).point == pytest.approx(2.0)  # 3 seeds: none trimmed
+
+
+def test_probability_of_improvement_counts_pairs_and_ties():
+    above = improvement([5.0, 6.0, 7.0], [1.0, 2.0, 3.0], reps=300)
+    assert above == Estimate(1.0, 1.0, 1.0)  # every run above every run: no resample disagrees
+    assert improvement([1.0, 2.0], [1.0, 2.0], reps=300).point == pytest.approx(0.5)
+    x, y = [1.0, 4.0, 4.0], [2.0, 4.0, 0.0]
+    expected = np.mean([(a > b) + 0.5 * (a == b) for a in x for b in y])
+    mixed = improvement(x, y, reps=300)
+    assert mixed.point == pytest.approx(expected) and mixed.low < 0.5 < mixed.high
+
+
+@pytest.mark.parametrize(
+    "low, high, claim, expected",
+    [
+        (0.6, 1.0, True, "reproduced"),
+        (0.0, 0.4, True, "reversed"),
+        (0.0, 0.4, False, "reproduced"),
+        (0.3, 0.9, True, "same within noise"),
+        (0.5, 0.9, True, "same within noise"),  # an interval that reaches 0.5 holds no order
+        (0.7, 0.9, None, "above"),
+        (0.1, 0.2, None, "below"),
+    ],
+)
+def test_verdict_reads_the_interval_against_the_claim(low, high, claim, expected):
+    assert verdict(Estimate((low + high) / 2, low, high), claim) == expected
+
+
+def test_an_interval_needs_two_finite_scores():
+    with pytest.raises(ValueError, match="at least 2 finite scores"):
+        iqm([1.0])
+    with pytest.raises(ValueError, match="at least 2 finite scores"):
+        improvement([1.0, float("nan")], [0.0, 1.0])
+
+
+def test_intervals_leave_numpys_global_generator_as_they_found_it():
+    np.random.seed(7)
+    expected = np.random.rand()
+    np.random.seed(7)
+    iqm([1.0, 2.0, 3.0, 4.0], reps=200)
+    assert np.random.rand() == expected
