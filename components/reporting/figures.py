@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display: reports are made on servers and in CI
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 
 from components.reporting.run_dir import atomic_write_bytes
@@ -66,11 +67,23 @@ def curves(
     """One line per series, with a ±std band when `std` is given (learning curves over seeds),
     else with a marker at each point (a measure against a swept setting)."""
     fig, ax = plt.subplots(figsize=SIZE)
-    for name in mean:
-        ax.plot(x[name], mean[name], label=name, marker=None if std else "o")
+    colours = plt.get_cmap("tab20" if len(mean) > 10 else "tab10").colors
+    for i, name in enumerate(mean):
+        # tab20 pairs a dark and a light shade: the light one gets a dashed line to tell apart
+        style = {"color": colours[i % len(colours)], "linestyle": "--" if i % 2 else "-"}
+        if len(mean) <= 10:
+            style["linestyle"] = "-"
+        ax.plot(x[name], mean[name], label=name, marker=None if std else "o", **style)
         if std:
-            ax.fill_between(x[name], mean[name] - std[name], mean[name] + std[name], alpha=0.2)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-    ax.legend()
+            low, high = mean[name] - std[name], mean[name] + std[name]
+            ax.fill_between(x[name], low, high, alpha=0.15, color=style["color"])
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(6, steps=[1, 2, 4, 5, 10]))
+    if len(mean) > 4:  # many series: the legend beside the axes, not over the curves
+        ax.set_title(title, fontsize=8)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.set_title(title)
+        ax.legend()
     fig.tight_layout()
     return save(fig, path)
