@@ -17,12 +17,14 @@ runs by (env, scale, recipe) and prints, mean ± std over seeds:
   Orders    the paper's order claims between two rows (paper.PAIRS: each ingredient against
             FOCAL, FOCAL++ against each ingredient, FOCAL against each baseline) tested on our
             seeds: P(a run of one row does better than a run of the other) with its interval,
-            for the return and the embedding variances, and the verdict the interval allows
+            for the return, the embedding variances and (FOCAL++ against FOCAL) Table 3's
+            drop under a shift of context, and the verdict the interval allows
   Ceilings  each test split's oracle return under each formula
-  Task vectors  read-out error, identification, variance ratio, goal holding }
-  Table 2   the embedding variance (and the scale-free ratio) } from each run's analysis.json,
-  Table 3   return under distribution shift  } written by tools/analyze.py
-  Fig. 4c   the batch-attention AUC      }
+  Task vectors  read-out error, identification, variance ratio, goal holding
+  Table 2   the embedding variance (and the scale-free ratio)
+  Table 3   return under distribution shift, and each seed's drop
+  Fig. 4c   the batch-attention AUC
+            (these from each run's analysis.json, written by tools/analyze.py)
   OOD       in- vs out-of-distribution context, and the variance-sparsity study (labelled runs)
 `--out DIR` also writes report.md and one learning-curve PNG per environment and scale.
 Unfinished runs (no eval.json) are listed apart."""
@@ -53,6 +55,7 @@ from components.reporting.paper import (
     TABLE1_DENSE,
     TABLE2,
     TABLE3,
+    claimed_drop_order,
     claimed_return_order,
     claimed_variance_order,
 )
@@ -307,6 +310,7 @@ def order_table(grouped, reps: int = REPS) -> Report | None:
                         verdict(p, claim),
                     )
                 )
+    rows += _drop_orders(rows_by_key, reps)
     columns = (
         "env",
         "scale",
@@ -321,12 +325,37 @@ def order_table(grouped, reps: int = REPS) -> Report | None:
     )
     title = (
         "Orders: the probability that a run of the row does better than a run of the other "
-        "(higher return, lower variance; 0.5 = no difference) with its 95% stratified-bootstrap "
+        "(higher return, lower variance, smaller drop under a shift of context; 0.5 = no "
+        "difference) with its 95% stratified-bootstrap "
         "interval (rliable); 'reproduced' only where the interval excludes 0.5 on the paper's "
         "side. Both variances are set against Table 2's raw numbers, the scale-free ratio "
         "(at the task_vectors context size) as a reading of the same claim"
     )
     return Report(title, columns, rows) if rows else None
+
+
+def _drop_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
+    """Table 3's claim tested per (train quality, test context): FOCAL++ loses less than
+    FOCAL when the context comes from another quality (a smaller drop is better)."""
+    rows = []
+    for (env, scale, label, stem), group in sorted(rows_by_key.items()):
+        against = rows_by_key.get((env, scale, label, "focal"))
+        if stem != "focalpp" or against is None:
+            continue
+        ours, theirs = _drops(group), _drops(against)
+        for (train, test), x in sorted(ours.items()):
+            y = theirs.get((train, test), [])
+            if test == train or min(len(x), len(y)) < 2:
+                continue
+            claim, said = claimed_drop_order(env, train, test)
+            p = improvement([-v for v in x], [-v for v in y], reps=reps)
+            measure = f"drop, {train} → {test} context"
+            count = f"{len(x)} v {len(y)}"
+            rows.append(
+                (env, scale, label or "-", measure, stem, "focal", count, p.format(), said,
+                 verdict(p, claim))
+            )  # fmt: skip
+    return rows
 
 
 def ceilings_table(grouped) -> Report | None:
@@ -443,6 +472,25 @@ def variance_table(grouped) -> Report | None:
     )
 
 
+def _shift_return(cell: dict) -> float:
+    """The return Table 3 compares: paper-comparable where the run scored it, else its own."""
+    return cell.get("paper_mean", cell["mean"])
+
+
+def _drops(group: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """Per (train quality, test context): each seed's loss of return against a context of the
+    quality it trained on (Table 3's parenthesised numbers; negative is a gain)."""
+    found: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for run in group:
+        shift = run["analysis"].get("distribution_shift")
+        if not shift or shift["train_quality"] not in shift["shift"]:
+            continue
+        own = _shift_return(shift["shift"][shift["train_quality"]])
+        for test, cell in shift["shift"].items():
+            found[(shift["train_quality"], test)].append(own - _shift_return(cell))
+    return found
+
+
 def shift_table(grouped) -> Report | None:
     rows = []
     for (env, scale, recipe), group in grouped.items():
@@ -452,12 +500,15 @@ def shift_table(grouped) -> Report | None:
             if "distribution_shift" in r["analysis"]
         ]
         stem = recipe_stem(group[0])
+        drops = _drops(group)
         for train in sorted({s["train_quality"] for s in shifts}):
             same = [s["shift"] for s in shifts if s["train_quality"] == train]
             for test in same[0]:
                 values = [s[test]["mean"] for s in same if test in s]
                 papers = [s[test].get("paper_mean") for s in same if test in s]
                 paper = TABLE3.get((env, stem, train, test))
+                own = TABLE3.get((env, stem, train, train))
+                drop = drops.get((train, test), [])
                 rows.append(
                     (
                         env,
@@ -469,6 +520,8 @@ def shift_table(grouped) -> Report | None:
                         spread(papers) if None not in papers else "-",
                         f"{paper:.2f}" if paper is not None else "-",
                         spread(values),
+                        spread(drop) if drop and test != train else "-",
+                        f"{own - paper:.2f}" if None not in (own, paper) and test != train else "-",
                     )
                 )
     columns = (
@@ -481,10 +534,14 @@ def shift_table(grouped) -> Report | None:
         "paper-comparable",
         "paper",
         "test return",
+        "drop",
+        "paper's drop",
     )
     title = (
         "Table 3: distribution shift (paper-comparable: on sparse point robots 1 − d inside "
-        "the goal radius; test return: the appendix sparse return, or the return of a dense family)"
+        "the goal radius; test return: the appendix sparse return, or the return of a dense "
+        "family; drop: the loss against a context of the trained-on quality, per seed, on the "
+        "paper-comparable return where there is one)"
     )
     return Report(title, columns, rows) if rows else None
 

@@ -117,3 +117,13 @@ def claimed_variance_order(
         side = ">" if less else "<"
         return less, f"{'less' if less else 'more'} (Figure 4d: sparsity {sparsity:.2f} {side} 0.6)"
     return None, "-"
+
+
+def claimed_drop_order(env: str, train: str, test: str) -> tuple[bool | None, str]:
+    """Whether the paper's FOCAL++ loses less than its FOCAL when trained on `train` data and
+    meta-tested with `test` contexts (Table 3's parenthesised drops; None: no numbers)."""
+    keys = [(env, row, train, q) for row in ("focalpp", "focal") for q in (train, test)]
+    if not all(k in TABLE3 for k in keys):
+        return None, "-"
+    ours, theirs = (TABLE3[keys[i]] - TABLE3[keys[i + 1]] for i in (0, 2))
+    return _numbers(ours, theirs, ".2f", False)

@@ -150,6 +150,16 @@ def test_report_tables_from_analyses_and_figures(tiny_runs, tmp_path):
     assert len(shift_rows) == 4
     # the paper has no number for this row: "-" beside the paper-comparable return
     assert all(" | 2 | " in r and " | - | " in r for r in shift_rows)
+    # the drop: each seed's paper-comparable return with its own (mixed) context minus with
+    # expert contexts, mean ± std over seeds
+    shifts = [
+        a["distribution_shift"]["shift"]
+        for a in _records(runs, "focalpp_batchwise", "analysis.json")
+    ]
+    drops = [s["mixed"]["paper_mean"] - s["expert"]["paper_mean"] for s in shifts]
+    expert = next(r for r in shift_rows if "| mixed | expert |" in r)
+    assert expert.endswith(f"| {np.mean(drops):.2f} ± {np.std(drops):.2f} | - |")
+    assert next(r for r in shift_rows if "| mixed | mixed |" in r).endswith("| - | - |")
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
     assert "curves-paper-sparse_point_robot-tiny.png" in report
