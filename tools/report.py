@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -259,6 +260,15 @@ def _variance_ratio(run: dict) -> float | None:
     return run["analysis"].get("task_vectors", {}).get("variance_ratio")
 
 
+def _goal_radius(group: list[dict]) -> float | None:
+    """The goal radius the runs bound (a variance-sparsity level), or None."""
+    for binding in group[0].get("bindings", []):
+        found = re.match(r"\s*[\w.]*goal_radius\s*=\s*(-?[\d.]+)\s*$", binding)
+        if found:
+            return float(found.group(1))
+    return None
+
+
 def _sparsity(group: list[dict]) -> float | None:
     found = [r["analysis"].get("embedding_variance", {}).get("sparsity") for r in group]
     return float(np.mean(found)) if found and None not in found else None
@@ -291,7 +301,7 @@ def order_table(grouped, reps: int = REPS) -> Report | None:
                 if row != stem or min(len(x), len(y)) < 2 or None in x + y:
                     continue
                 if higher:
-                    claim, said = claimed_return_order(env, row, other)
+                    claim, said = claimed_return_order(env, row, other, _goal_radius(group))
                 else:
                     claim, said = claimed_variance_order(env, row, other, _sparsity(group))
                 sign = 1.0 if higher else -1.0

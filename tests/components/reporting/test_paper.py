@@ -28,6 +28,9 @@ def test_order_claims_read_the_paper_per_column():
     relabeled = "sparse_point_robot_relabeled"
     assert claimed_return_order(relabeled, "focalpp_batchwise", "focal")[0] is True
     assert claimed_return_order(relabeled, "focal", "focalpp_batchwise") == (None, "-")
+    # Figure 4b is at the relabeled data's own radius; other radii carry no claim
+    assert claimed_return_order(relabeled, "focalpp_batchwise", "focal", -0.5)[0] is True
+    assert claimed_return_order(relabeled, "focalpp_batchwise", "focal", -0.15) == (None, "-")
     # Table 2: lower variance is the claim; Figure 4d: less only above a sparsity of 0.6
     assert claimed_variance_order("sparse_point_robot", "focalpp", "focal", None)[0] is True
     assert claimed_variance_order(relabeled, "focalpp_batchwise", "focal", 0.79)[0] is True
