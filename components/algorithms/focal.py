@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from components.algorithms.loop import TrainingLoop
-from components.contracts import check_parts
+from components.contracts import accepted, check_parts
 from components.data.build import ensure_dataset
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
@@ -38,6 +38,7 @@ from components.objectives.embeddings import TaskEmbeddings
 from components.reporting.console import out
 from components.rl.brac import BRAC
 from components.runtime import resolve_device
+from components.transitions import Transitions
 from registry import RecipeError, RunContext, entry_of, get, register
 from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt
 from registry.validation import check_arguments
@@ -57,6 +58,9 @@ class FocalTrainer:
         encoder: context encoder class (gin: `@context_encoder`, `@parallel_encoder`).
         objective: representation objective class (`@focal_dml`, `@matrix_moco`, `@infonce`),
             or None (baselines whose encoder learns through the critic, `detach_z = False`).
+            It receives the meta-batch's TaskEmbeddings (with the context transitions and the
+            encoder of other transitions); one with networks of its own is built with the
+            sizes it takes of obs_dim, act_dim and latent_dim.
         key_momentum: EMA momentum of a key encoder (MoCo, 0.9), or None for no key encoder.
         agent: the actor-critic class (gin: `@brac`, `@bcq`).
         evaluator: the meta-test (gin: `@meta_test`).
@@ -71,6 +75,7 @@ class FocalTrainer:
         rl_batch: transitions per task in the RL batch.
         steps: gradient steps.
         encoder_lr: Adam learning rate of the encoder.
+        objective_lr: Adam learning rate of the objective's own networks (default: encoder_lr).
         context_next_obs: put s′ in the context (s, a, s′, r); else (s, a, r).
         detach_z: the actor-critic sees z detached (SPEC §3); False lets the Q loss train the
             encoder too (PEARL-style, for research).
@@ -113,6 +118,7 @@ class FocalTrainer:
         rl_batch: PositiveInt = 256,
         steps: PositiveInt = 100_000,
         encoder_lr: PositiveFloat = 1e-3,
+        objective_lr: PositiveFloat | None = None,
         context_next_obs: bool = True,
         detach_z: bool = True,
         eval_every: Count = 10_000,
@@ -188,14 +194,17 @@ class FocalTrainer:
         # Each part against its kind's contract, at tiny sizes and under this recipe's bindings,
         # before anything is trained (components/contracts/; the global random state is kept).
         dims = {"obs_dim": self.family.obs_dim, "act_dim": self.family.act_dim}
+        objective_sizes = accepted(objective, **dims, latent_dim=latent_dim)
         check_parts(
             (encoder, "context_encoder", {"sizes": self.layout.sizes, "latent_dim": latent_dim}),
-            (objective, "objective", {}),
+            (objective, "objective", objective_sizes),
             (agent, "agent", {**dims, "latent_dim": latent_dim}),
         )
         torch.manual_seed(run.seed)
         self.encoder = encoder(sizes=self.layout.sizes, latent_dim=latent_dim).to(self.device)
-        self.objective = objective().to(self.device) if objective is not None else None
+        self.objective = None
+        if objective is not None:
+            self.objective = objective(**objective_sizes).to(self.device)
         self.key_encoder = None
         if key_momentum is not None:
             self.key_encoder = EMAEncoder(self.encoder, momentum=key_momentum)
@@ -210,7 +219,12 @@ class FocalTrainer:
         self.agent = agent(
             obs_dim=self.family.obs_dim, act_dim=self.family.act_dim, latent_dim=latent_dim
         ).to(self.device)
-        self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=encoder_lr)
+        # the objective's own networks (a CLUB estimator, a decoder) learn beside the encoder
+        groups = [{"params": list(self.encoder.parameters())}]
+        own = list(self.objective.parameters()) if self.objective is not None else []
+        if own:
+            groups.append({"params": own, "lr": objective_lr or encoder_lr})
+        self.encoder_opt = torch.optim.Adam(groups, lr=encoder_lr)
         for opt in self.optimizers():
             for group in opt.param_groups:
                 group.setdefault("base_lr", group["lr"])
@@ -299,13 +313,10 @@ class FocalTrainer:
     def train_step(self) -> dict[str, torch.Tensor]:
         tasks = self.train.sample_tasks(self.meta_batch, replace=self.tasks_with_replacement)
         sparse = self.layout.sparse
-        query = self.encoder(
-            self.layout.tensor(
-                self.train.sample(
-                    tasks, self.context_batch, replace=self.context_replace, sparse=sparse
-                )
-            )
+        context = self.train.sample(
+            tasks, self.context_batch, replace=self.context_replace, sparse=sparse
         )
+        query = self.encoder(self.layout.tensor(context))
         key = None
         if self.key_encoder is not None:
             key = self.key_encoder(
@@ -321,6 +332,8 @@ class FocalTrainer:
             task=tasks,
             key=key.per_transition if key is not None else None,
             key_mean=key.mean if key is not None else None,
+            context=context,
+            encode=self.encode_transitions,
         )
         representation = dict(self.objective(embeddings)) if self.objective is not None else {}
         representation.update(query.losses)
@@ -334,6 +347,12 @@ class FocalTrainer:
         if self.key_encoder is not None:
             self.key_encoder.update(self.encoder)
         return {**{k: v.detach() for k, v in representation.items()}, **rl}
+
+    def encode_transitions(self, transitions: Transitions) -> torch.Tensor:
+        """The query encoder's per-transition embeddings [T, N, Z] of transitions [T, N, ·]
+        (the reward field as the context's); a transition's embedding does not depend on the
+        others of its batch, only the task vector's weights do."""
+        return self.encoder(self.layout.tensor(transitions)).per_transition
 
     # --- the run ---------------------------------------------------------------------------
     def evaluate(self, data=None) -> MetaTestResult:

@@ -8,10 +8,19 @@ from typing import Protocol
 
 import torch
 
-from components.contracts.core import build, contract, loss_terms, reaches, round_trip
+from components.contracts.core import (
+    accepted,
+    build,
+    contract,
+    loss_terms,
+    reaches,
+    round_trip,
+)
 from components.objectives.embeddings import TaskEmbeddings
+from components.transitions import Transitions
 
 T, B, Z = 6, 4, 5
+OBS, ACT = 3, 2  # the probe's transitions
 
 
 class Objective(Protocol):
@@ -26,27 +35,50 @@ class MetricLoss(Protocol):
     ) -> Mapping[str, torch.Tensor]: ...
 
 
-def embeddings(with_key: bool) -> TaskEmbeddings:
-    """A meta-batch of 6 context batches of 3 tasks (each task twice: positives exist)."""
+def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_dim: int = Z):
+    """A meta-batch of 6 context batches of 3 tasks (each task twice: positives exist), with
+    the context they came from and an encoder of other transitions."""
     g = torch.Generator().manual_seed(2)
-    query = torch.randn(T, B, Z, generator=g).tanh().requires_grad_()
-    key = torch.randn(T, B, Z, generator=g).tanh()
+    query = torch.randn(T, B, latent_dim, generator=g).tanh().requires_grad_()
+    key = torch.randn(T, B, latent_dim, generator=g).tanh()
+    context = Transitions(
+        obs=torch.randn(T, B, obs_dim, generator=g),
+        action=torch.randn(T, B, act_dim, generator=g).tanh(),
+        reward=torch.randn(T, B, generator=g),
+        sparse_reward=torch.zeros(T, B),
+        next_obs=torch.randn(T, B, obs_dim, generator=g),
+        terminated=torch.zeros(T, B),
+        truncated=torch.zeros(T, B),
+    )
+    weight = torch.randn(2 * obs_dim + act_dim + 1, latent_dim, generator=g)
+
+    def encode(t: Transitions) -> torch.Tensor:
+        x = torch.cat([t.obs, t.action, t.next_obs, t.reward.unsqueeze(-1)], -1)
+        return (x @ weight).tanh()
+
     return TaskEmbeddings(
         query=query,
         query_mean=query.mean(1),
         task=torch.tensor([0, 1, 2, 0, 1, 2]),
         key=key if with_key else None,
         key_mean=key.mean(1) if with_key else None,
+        context=context,
+        encode=encode,
     )
 
 
 @contract("objective", Objective)
 def probe_objective(factory, given) -> None:
+    """An objective is built as cls() or, where it has networks of its own, with the sizes it
+    takes of obs_dim, act_dim and latent_dim (the trainer passes the run's)."""
+    sizes = accepted(factory, **{"obs_dim": OBS, "act_dim": ACT, "latent_dim": Z, **given})
+
     def make():
-        return build(factory, "be built as cls() (its settings are gin bindings)")
+        return build(factory, "be built as cls(**the sizes it takes) (settings: gin)", **sizes)
 
     objective = make()
-    batch = embeddings(with_key=bool(getattr(objective, "needs_key", False)))
+    dims = {k: sizes.get(k, d) for k, d in (("obs_dim", OBS), ("act_dim", ACT), ("latent_dim", Z))}
+    batch = embeddings(with_key=bool(getattr(objective, "needs_key", False)), **dims)
     losses = loss_terms(objective(batch), "forward(TaskEmbeddings)")
     total = sum(losses.values())
     reaches(total, objective, "its loss", inputs=(batch.query,))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
+from components.transitions import Transitions
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,14 @@ class TaskEmbeddings:
     key:        [T, B, Z] per-transition embeddings of an independent context batch from the
                           key (EMA) encoder, or None when the recipe has no key encoder.
     key_mean:   [T, Z]    their batch means z^k, or None.
+    context:    the query context batch the embeddings come from, as tensors [T, B, ·]
+                (obs, action, reward as the encoder read it — the sparse one on sparse
+                families —, next_obs), for objectives that model transitions; None where
+                the caller has none.
+    encode:     the query encoder's per-transition embedding of other transitions,
+                Transitions [T, N, ·] -> [T, N, Z], gradients flowing into the encoder (for
+                objectives that contrast against generated transitions); None where the
+                caller has none.
     """
 
     query: torch.Tensor
@@ -24,6 +35,8 @@ class TaskEmbeddings:
     task: torch.Tensor
     key: torch.Tensor | None = None
     key_mean: torch.Tensor | None = None
+    context: Transitions | None = None
+    encode: Callable[[Transitions], torch.Tensor] | None = None
 
     def same_task(self) -> torch.Tensor:
         """[T, T] bool: meta-batch rows i, j hold the same task."""
