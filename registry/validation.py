@@ -226,3 +226,16 @@ def _describe(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "").replace("collections.abc.", "")
+
+
+def named_sizes(factory: Any, **sizes: Any) -> dict[str, Any]:
+    """The `sizes` that `factory`'s constructor names (a part declares the sizes it needs,
+    e.g. an objective with networks of its own its `obs_dim`, `act_dim`, `latent_dim`; a
+    `**kwargs` catch-all names none). `factory` may be a gin reference."""
+    target = getattr(getattr(factory, "configurable", None), "wrapped", factory)
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return {}
+    named = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return {k: v for k, v in sizes.items() if k in params and params[k].kind in named}

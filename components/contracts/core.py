@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from registry import FocalppError, entry_of
+from registry.validation import named_sizes
 
 
 class ContractError(FocalppError):
@@ -305,15 +306,8 @@ def has_methods(factory: Any, names: tuple[str, ...], promise: str) -> None:
 
 
 def accepted(factory: Any, **sizes: Any) -> dict[str, Any]:
-    """The `sizes` that `factory`'s constructor names (a part declares the sizes it needs,
-    e.g. an objective with networks of its own its `obs_dim`, `act_dim`, `latent_dim`; a
-    `**kwargs` catch-all names none)."""
-    try:
-        params = inspect.signature(target_of(factory)).parameters
-    except (TypeError, ValueError):
-        return {}
-    named = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return {k: v for k, v in sizes.items() if k in params and params[k].kind in named}
+    """The `sizes` that `factory`'s constructor names (registry.validation.named_sizes)."""
+    return named_sizes(factory, **sizes)
 
 
 def takes(factory: Any, names: tuple[str, ...], promise: str) -> None:
