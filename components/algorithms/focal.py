@@ -60,7 +60,7 @@ class FocalTrainer:
             or None (baselines whose encoder learns through the critic, `detach_z = False`).
             It receives the meta-batch's TaskEmbeddings (with the context transitions and the
             encoder of other transitions); one with networks of its own is built with the
-            sizes it takes of obs_dim, act_dim and latent_dim.
+            sizes it names of obs_dim, act_dim, latent_dim and n_tasks (training tasks).
         key_momentum: EMA momentum of a key encoder (MoCo, 0.9), or None for no key encoder.
         agent: the actor-critic class (gin: `@brac`, `@bcq`).
         evaluator: the meta-test (gin: `@meta_test`).
@@ -194,7 +194,9 @@ class FocalTrainer:
         # Each part against its kind's contract, at tiny sizes and under this recipe's bindings,
         # before anything is trained (components/contracts/; the global random state is kept).
         dims = {"obs_dim": self.family.obs_dim, "act_dim": self.family.act_dim}
-        objective_sizes = accepted(objective, **dims, latent_dim=latent_dim)
+        objective_sizes = accepted(
+            objective, **dims, latent_dim=latent_dim, n_tasks=self.train.n_tasks
+        )
         check_parts(
             (encoder, "context_encoder", {"sizes": self.layout.sizes, "latent_dim": latent_dim}),
             (objective, "objective", objective_sizes),

@@ -70,8 +70,9 @@ def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_di
 @contract("objective", Objective)
 def probe_objective(factory, given) -> None:
     """An objective is built as cls() or, where it has networks of its own, with the sizes it
-    takes of obs_dim, act_dim and latent_dim (the trainer passes the run's)."""
-    sizes = accepted(factory, **{"obs_dim": OBS, "act_dim": ACT, "latent_dim": Z, **given})
+    names of obs_dim, act_dim, latent_dim and n_tasks (the trainer passes the run's)."""
+    tiny = {"obs_dim": OBS, "act_dim": ACT, "latent_dim": Z, "n_tasks": 3}
+    sizes = accepted(factory, **{**tiny, **given})
 
     def make():
         return build(factory, "be built as cls(**the sizes it takes) (settings: gin)", **sizes)

@@ -26,8 +26,8 @@ class Objectives(nn.Module):
     """The sum of its parts' `loss_*` terms; every other term passes through.
 
     Args:
-        obs_dim, act_dim, latent_dim: sizes (set by the algorithm), handed to each part that
-            names them.
+        obs_dim, act_dim, latent_dim, n_tasks: sizes (set by the algorithm), handed to each
+            part that names them.
         parts: objective classes (gin: a list of `@objective`s, at least two).
     """
 
@@ -39,6 +39,7 @@ class Objectives(nn.Module):
         obs_dim: PositiveInt,
         act_dim: PositiveInt,
         latent_dim: PositiveInt,
+        n_tasks: PositiveInt,
         parts: Sequence[Callable[..., nn.Module]],
     ):
         super().__init__()
@@ -47,7 +48,12 @@ class Objectives(nn.Module):
                 f"objectives.parts needs at least two objectives, got {len(parts)}: with one, "
                 "set focal.objective to it directly"
             )
-        sizes = {"obs_dim": obs_dim, "act_dim": act_dim, "latent_dim": latent_dim}
+        sizes = {
+            "obs_dim": obs_dim,
+            "act_dim": act_dim,
+            "latent_dim": latent_dim,
+            "n_tasks": n_tasks,
+        }
         self.parts = nn.ModuleList(p(**named_sizes(p, **sizes)) for p in parts)
         self.needs_key = any(getattr(p, "needs_key", False) for p in self.parts)
 

@@ -10,7 +10,11 @@ import torch
 
 from tests.conftest import run_row
 
-LOSSES = {"csro": {"loss_dml", "loss_club", "loss_club_estimator", "loss_q", "loss_policy"}}
+LOSSES = {
+    "csro": {"loss_dml", "loss_club", "loss_club_estimator", "loss_q", "loss_policy"},
+    "unicorn": {"loss_dml", "loss_reconstruction", "reconstruction_nll", "loss_q"},
+    "unicorn_sup": {"loss_dml", "loss_classifier", "classifier_accuracy", "loss_q"},
+}
 
 
 @pytest.mark.parametrize("env", ["sparse_point_robot", "point_robot_wind"])
@@ -25,7 +29,7 @@ def test_successor_runs(recipe, env, tiny_data, tmp_path):
     evaluation = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert len(evaluation["per_task_return"]) == len(algorithm.test_tasks)
     assert metrics["headline"].startswith("test ")
-    # the objective's own networks (CSRO: the CLUB estimator) were trained
+    # the objective's own networks (CLUB's estimator, the decoder, the classifier) trained
     after = list(algorithm.objective.parameters())
     assert before and all(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
 

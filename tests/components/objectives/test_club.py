@@ -99,12 +99,12 @@ def test_objectives_add_their_parts_terms():
     emb = TaskEmbeddings(
         query, query.mean(1), torch.tensor([0, 1, 0, 1]), context=context(4, 5, 3, 2)
     )
-    both = Objectives(obs_dim=3, act_dim=2, latent_dim=4, parts=[FocalDML, CLUB])
+    both = Objectives(obs_dim=3, act_dim=2, latent_dim=4, n_tasks=2, parts=[FocalDML, CLUB])
     terms = both(emb)
     assert set(terms) >= {"loss_dml", "loss_club", "loss_club_estimator", "dml_positive"}
     alone = {**FocalDML()(emb), **both.parts[1](emb)}
     assert all(torch.equal(terms[k], alone[k]) for k in alone)
     with pytest.raises(RecipeError, match="two parts return a term named 'loss_dml'"):
-        Objectives(obs_dim=3, act_dim=2, latent_dim=4, parts=[FocalDML, FocalDML])(emb)
+        Objectives(obs_dim=3, act_dim=2, latent_dim=4, n_tasks=2, parts=[FocalDML, FocalDML])(emb)
     with pytest.raises(RecipeError, match="at least two objectives"):
-        Objectives(obs_dim=3, act_dim=2, latent_dim=4, parts=[FocalDML])
+        Objectives(obs_dim=3, act_dim=2, latent_dim=4, n_tasks=2, parts=[FocalDML])
