@@ -1,0 +1,102 @@
+"""CORRO's contrastive objective (Yuan & Lu, ICML 2022): InfoNCE over single transitions whose
+negatives share the anchor's (s, a) and differ only in the outcome.
+
+A task shows itself in what follows (s, a) — the reward and the next state — not in which
+(s, a) the behaviour policy chose. CORRO contrasts each transition x = (s, a, r, s′) of task i
+(anchor q = f(x)) against another transition of the same task (positive k = f(x̃), a different
+(s, a)) and against N transitions with the anchor's own (s, a) and a generated outcome
+(negatives k⁻_n = f(s, a, r̃_n, s̃′_n)), all L2-normalised:
+
+  L = −E log e^{q·k/τ} / (e^{q·k/τ} + Σ_n e^{q·k⁻_n/τ})
+
+so that nothing about (s, a) helps to tell the positive from the negatives. Negatives here are
+drawn by perturbing the outcome — r̃ = r + N(0, σ_r²) (CORRO's `reward_randomize`) and
+s̃′ = s′ + N(0, σ_s²), so that tasks differing in dynamics have negatives too — from the global
+torch generator, which checkpoints keep.
+
+Against CORRO's code: its default generator is a CVAE of (r, s′) given (s, a) pre-trained on
+all tasks' data (not built here); it pre-trains the encoder with this loss and then freezes it,
+where here the encoder learns from it beside a critic that sees z detached — the encoder never
+learns from the critic in either. The positive is the next transition of the same context
+batch (the batch is drawn at random, so it is a random one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from components.objectives.embeddings import TaskEmbeddings
+from registry import RecipeError, register
+from registry.constraints import NonNegativeFloat, PositiveFloat, PositiveInt
+from registry.validation import check_arguments
+
+
+@register("objective", "corro")
+class CORROInfoNCE(nn.Module):
+    """Per-anchor InfoNCE with generated negatives that share the anchor's (s, a).
+
+    Args:
+        negatives: N, generated outcomes per anchor (CORRO: 16).
+        temperature: τ (CORRO: 0.1).
+        reward_noise: σ_r of the generated rewards (CORRO: 0.5).
+        next_obs_noise: σ_s of the generated next states (0: rewards only; CORRO's CVAE
+            generates both).
+    """
+
+    def __init__(
+        self,
+        *,
+        negatives: PositiveInt = 16,
+        temperature: PositiveFloat = 0.1,
+        reward_noise: NonNegativeFloat = 0.5,
+        next_obs_noise: NonNegativeFloat = 0.1,
+    ):
+        super().__init__()
+        check_arguments("corro", type(self).__init__, locals())
+        if reward_noise == 0 and next_obs_noise == 0:
+            raise RecipeError(
+                "corro.reward_noise and corro.next_obs_noise are both 0: the negatives would "
+                "equal their anchors; give one of them a positive scale"
+            )
+        self.negatives, self.temperature = negatives, temperature
+        self.reward_noise, self.next_obs_noise = reward_noise, next_obs_noise
+
+    def generate(self, context):
+        """N outcomes per transition, [T, B, ·] -> [T, B·N, ·], (s, a) repeated."""
+        n = self.negatives
+
+        def repeat(x: torch.Tensor) -> torch.Tensor:
+            return x.repeat_interleave(n, dim=1)
+
+        reward = repeat(context.reward)
+        next_obs = repeat(context.next_obs)
+        reward = reward + self.reward_noise * torch.randn_like(reward)
+        if self.next_obs_noise:
+            next_obs = next_obs + self.next_obs_noise * torch.randn_like(next_obs)
+        fields = {f.name: repeat(getattr(context, f.name)) for f in dataclasses.fields(context)}
+        return type(context)(**{**fields, "reward": reward, "next_obs": next_obs})
+
+    def forward(self, emb: TaskEmbeddings) -> dict[str, torch.Tensor]:
+        if emb.context is None or emb.encode is None:
+            raise RecipeError(
+                "objective corro needs the context transitions and the encoder of other "
+                "transitions (TaskEmbeddings.context, .encode); its trainer passes none"
+            )
+        t, b, _ = emb.query.shape
+        q = F.normalize(emb.query, dim=-1)  # [T, B, Z]
+        k = q.roll(1, dims=1)  # another transition of the same task
+        with torch.no_grad():
+            generated = self.generate(emb.context)
+        negatives = F.normalize(emb.encode(generated), dim=-1).reshape(t, b, self.negatives, -1)
+        positive = (q * k).sum(-1, keepdim=True)  # [T, B, 1]
+        negative = torch.einsum("tbz,tbnz->tbn", q, negatives)  # [T, B, N]
+        logits = torch.cat([positive, negative], -1) / self.temperature
+        log_prob = torch.log_softmax(logits, -1)[..., 0]
+        return {
+            "loss_contrastive": -log_prob.mean(),
+            "corro_positive_rank": (logits.argmax(-1) == 0).float().mean().detach(),
+        }

@@ -1,0 +1,97 @@
+"""CORRO's objective: its negatives share the anchor's (s, a), its loss against a direct
+formula, and an encoder that reads only (s, a) cannot beat chance."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from components.objectives.corro import CORROInfoNCE
+from components.objectives.embeddings import TaskEmbeddings
+from components.transitions import Transitions
+from registry import RecipeError
+
+T, B, OBS, ACT = 3, 5, 2, 1
+
+
+def context(seed: int = 0) -> Transitions:
+    g = torch.Generator().manual_seed(seed)
+    zeros = torch.zeros(T, B)
+    return Transitions(
+        obs=torch.randn(T, B, OBS, generator=g),
+        action=torch.randn(T, B, ACT, generator=g),
+        reward=torch.randn(T, B, generator=g),
+        sparse_reward=zeros,
+        next_obs=torch.randn(T, B, OBS, generator=g),
+        terminated=zeros,
+        truncated=zeros,
+    )
+
+
+def features(t: Transitions) -> torch.Tensor:
+    return torch.cat([t.obs, t.action, t.next_obs, t.reward.unsqueeze(-1)], -1)
+
+
+def test_negatives_keep_the_anchors_state_and_action():
+    ctx = context()
+    torch.manual_seed(0)
+    made = CORROInfoNCE(negatives=4000, reward_noise=0.5, next_obs_noise=0.2).generate(ctx)
+    assert made.obs.shape == (T, B * 4000, OBS)
+    assert torch.equal(made.obs, ctx.obs.repeat_interleave(4000, 1))
+    assert torch.equal(made.action, ctx.action.repeat_interleave(4000, 1))
+    reward_noise = made.reward - ctx.reward.repeat_interleave(4000, 1)
+    next_noise = made.next_obs - ctx.next_obs.repeat_interleave(4000, 1)
+    assert reward_noise.std().item() == pytest.approx(0.5, rel=0.02)
+    assert next_noise.std().item() == pytest.approx(0.2, rel=0.02)
+    rewards_only = CORROInfoNCE(negatives=3, next_obs_noise=0.0).generate(ctx)
+    assert torch.equal(rewards_only.next_obs, ctx.next_obs.repeat_interleave(3, 1))
+
+
+def test_the_loss_against_a_direct_formula():
+    ctx = context(1)
+    weight = torch.randn(2 * OBS + ACT + 1, 4, generator=torch.Generator().manual_seed(2))
+
+    def encode(t: Transitions) -> torch.Tensor:
+        return features(t) @ weight
+
+    query = encode(ctx).requires_grad_()
+    emb = TaskEmbeddings(query, query.mean(1), torch.arange(T), context=ctx, encode=encode)
+    corro = CORROInfoNCE(negatives=6, temperature=0.1)
+    torch.manual_seed(3)
+    loss = corro(emb)["loss_contrastive"]
+    torch.manual_seed(3)
+    negatives = F.normalize(encode(corro.generate(ctx)), dim=-1).reshape(T, B, 6, -1)
+    q = F.normalize(query.detach(), dim=-1)
+    expected = []
+    for t in range(T):
+        for b in range(B):
+            positive = q[t, b] @ q[t, (b - 1) % B] / 0.1
+            others = negatives[t, b] @ q[t, b] / 0.1
+            expected.append(-(positive - torch.logsumexp(torch.cat([positive[None], others]), 0)))
+    assert loss.item() == pytest.approx(torch.stack(expected).mean().item(), rel=1e-5)
+
+
+def test_an_encoder_of_state_and_action_alone_cannot_beat_chance():
+    """Its negatives embed exactly as their anchor, so the positive can at best tie them:
+    the loss is at least log(1 + N)."""
+    ctx = context(4)
+    weight = torch.randn(OBS + ACT, 4, generator=torch.Generator().manual_seed(5))
+
+    def encode(t: Transitions) -> torch.Tensor:
+        return torch.cat([t.obs, t.action], -1) @ weight
+
+    query = encode(ctx)
+    emb = TaskEmbeddings(query, query.mean(1), torch.arange(T), context=ctx, encode=encode)
+    loss = CORROInfoNCE(negatives=8)(emb)["loss_contrastive"]
+    assert loss.item() >= math.log(1 + 8) - 1e-5
+
+
+def test_corro_needs_context_and_encoder_and_some_noise():
+    query = torch.zeros(T, B, 4)
+    with pytest.raises(RecipeError, match="needs the context transitions and the encoder"):
+        CORROInfoNCE()(TaskEmbeddings(query, query.mean(1), torch.arange(T), context=context()))
+    with pytest.raises(RecipeError, match="both 0"):
+        CORROInfoNCE(reward_noise=0.0, next_obs_noise=0.0)
