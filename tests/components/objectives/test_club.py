@@ -10,22 +10,8 @@ from components.objectives.club import CLUB, club_bound
 from components.objectives.combined import Objectives
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
-from components.transitions import Transitions
 from registry import RecipeError
-
-
-def context(t: int, b: int, obs_dim: int, act_dim: int, seed: int = 0) -> Transitions:
-    g = torch.Generator().manual_seed(seed)
-    zeros = torch.zeros(t, b)
-    return Transitions(
-        obs=torch.randn(t, b, obs_dim, generator=g),
-        action=torch.randn(t, b, act_dim, generator=g),
-        reward=torch.randn(t, b, generator=g),
-        sparse_reward=zeros,
-        next_obs=torch.randn(t, b, obs_dim, generator=g),
-        terminated=zeros,
-        truncated=zeros,
-    )
+from tests.components.objectives.contexts import random_context
 
 
 def test_a_perfect_q_bounds_by_the_within_batch_variance():
@@ -46,7 +32,7 @@ def test_an_uninformative_q_bounds_by_zero():
 def test_the_encoder_term_leaves_q_alone_and_q_learns_from_detached_z():
     club = CLUB(obs_dim=3, act_dim=2, latent_dim=4, hidden=(8,))
     query = torch.randn(2, 5, 4, requires_grad=True)
-    emb = TaskEmbeddings(query, query.mean(1), torch.arange(2), context=context(2, 5, 3, 2))
+    emb = TaskEmbeddings(query, query.mean(1), torch.arange(2), context=random_context(2, 5, 3, 2))
     terms = club(emb)
     q_params = list(club.parameters())
     encoder_side = torch.autograd.grad(terms["loss_club"], [query, *q_params], allow_unused=True)
@@ -65,7 +51,7 @@ def test_a_trained_q_detects_embeddings_that_carry_the_behaviour(depends):
     weight = torch.randn(5, 2) * 0.5
 
     def draw(seed: int) -> TaskEmbeddings:
-        ctx = context(4, 64, 3, 2, seed=seed)
+        ctx = random_context(4, 64, 3, 2, seed=seed)
         x = torch.cat([ctx.obs, ctx.action], -1)
         z = x @ weight if depends else torch.randn(4, 64, 2) * 0.5
         return TaskEmbeddings(z, z.mean(1), torch.arange(4), context=ctx)
@@ -97,7 +83,7 @@ def test_objectives_add_their_parts_terms():
     torch.manual_seed(0)
     query = torch.randn(4, 5, 4, requires_grad=True)
     emb = TaskEmbeddings(
-        query, query.mean(1), torch.tensor([0, 1, 0, 1]), context=context(4, 5, 3, 2)
+        query, query.mean(1), torch.tensor([0, 1, 0, 1]), context=random_context(4, 5, 3, 2)
     )
     both = Objectives(obs_dim=3, act_dim=2, latent_dim=4, n_tasks=2, parts=[FocalDML, CLUB])
     terms = both(emb)

@@ -13,22 +13,13 @@ from components.objectives.corro import CORROInfoNCE
 from components.objectives.embeddings import TaskEmbeddings
 from components.transitions import Transitions
 from registry import RecipeError
+from tests.components.objectives.contexts import random_context
 
 T, B, OBS, ACT = 3, 5, 2, 1
 
 
 def context(seed: int = 0) -> Transitions:
-    g = torch.Generator().manual_seed(seed)
-    zeros = torch.zeros(T, B)
-    return Transitions(
-        obs=torch.randn(T, B, OBS, generator=g),
-        action=torch.randn(T, B, ACT, generator=g),
-        reward=torch.randn(T, B, generator=g),
-        sparse_reward=zeros,
-        next_obs=torch.randn(T, B, OBS, generator=g),
-        terminated=zeros,
-        truncated=zeros,
-    )
+    return random_context(T, B, OBS, ACT, seed)
 
 
 def features(t: Transitions) -> torch.Tensor:
