@@ -113,7 +113,13 @@ def build_lock(path: Path, part: str = ""):
 def _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root) -> None:
     collected = builder.build(family, seed=seed, progress=progress)
     header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
-    write_dataset(path, header=header, qualities=collected.qualities, sources=collected.sources)
+    write_dataset(
+        path,
+        header=header,
+        qualities=collected.qualities,
+        sources=collected.sources,
+        policies=collected.policies,
+    )
 
 
 def dataset_header(family_name, family, protocol, seed, collected, tag, scale, root) -> dict:

@@ -14,6 +14,7 @@ exceeds the random policy's, else by dense return.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 
 from components.data.behaviour import Progress, Rollouts, rollout, train_behaviour
-from components.data.store import DatasetError, QualityData
+from components.data.store import DatasetError, Policies, QualityData
 from components.envs.family import EnvFamily
 from components.rl.sac import TaskBatchedSAC
 from components.transitions import FIELDS, Transitions
@@ -32,11 +33,13 @@ from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt, Ra
 
 @dataclass(frozen=True)
 class Collected:
-    """What a protocol produced: qualities, their per-task provenance, and its settings."""
+    """What a protocol produced: qualities, their per-task provenance, its settings, and the
+    behaviour policies the data came from (where the protocol keeps them)."""
 
     qualities: dict[str, QualityData]
     sources: dict[str, list[dict[str, Any]]]
     settings: dict[str, Any]
+    policies: Policies | None = None
 
 
 @register("behaviour", "behaviour_sac")
@@ -184,8 +187,13 @@ class CheckpointRollouts(_Protocol):
         rollout_env = family.make_batched([t for t in tasks for _ in range(self.episodes)])
         steps = np.linspace(0, self.behaviour.env_steps, self.checkpoints).round().astype(int)
         saved: dict[int, Rollouts] = {}
+        actors: dict[int, dict[str, np.ndarray]] = {}
 
         def on_checkpoint(step: int) -> None:
+            # the policy itself, kept for contexts collected in another task later
+            actors[step] = {
+                k: v.detach().numpy().copy() for k, v in agent.actor.state_dict().items()
+            }
             saved[step] = rollout(family, rollout_env, agent, self.episodes, seed=seed + step)
 
         self.behaviour.train(
@@ -198,7 +206,13 @@ class CheckpointRollouts(_Protocol):
             progress=progress,
         )
         rollout_env.close()
-        return self._qualities(family, [saved[s] for s in steps], steps)
+        collected = self._qualities(family, [saved[s] for s in steps], steps)
+        policies = Policies(
+            checkpoint_steps=[int(s) for s in steps],
+            hidden=[int(h) for h in self.behaviour.hidden],
+            weights={k: np.stack([actors[s][k] for s in steps]) for k in actors[steps[0]]},
+        )
+        return dataclasses.replace(collected, policies=policies)
 
     def _qualities(self, family: EnvFamily, runs: list[Rollouts], steps: np.ndarray) -> Collected:
         dense = np.stack([r.returns.mean(1) for r in runs], 1)  # [K tasks, C checkpoints]

@@ -27,6 +27,7 @@ from components.data.protocols import Collected
 from components.data.store import (
     Dataset,
     DatasetError,
+    Policies,
     QualityData,
     cache_root,
     dataset_dir,
@@ -93,7 +94,11 @@ def build_shard(
         header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
         header["shard"] = {"index": index, "count": count, "tasks": tasks}
         write_dataset(
-            target, header=header, qualities=collected.qualities, sources=collected.sources
+            target,
+            header=header,
+            qualities=collected.qualities,
+            sources=collected.sources,
+            policies=collected.policies,
         )
     return target
 
@@ -138,10 +143,15 @@ def merge_shards(
             sources[name] = [
                 src for s in shards for src in s.manifest["qualities"][name]["sources"]
             ]
-        merged = Collected(qualities, sources, shards[0].manifest["settings"])
+        policies = None
+        if all(s.has_policies for s in shards):  # each shard's tasks side by side
+            kept = [s.policies() for s in shards]
+            weights = {k: np.concatenate([p.weights[k] for p in kept], 1) for k in kept[0].weights}
+            policies = Policies(kept[0].checkpoint_steps, kept[0].hidden, weights)
+        merged = Collected(qualities, sources, shards[0].manifest["settings"], policies)
         header = dataset_header(family_name, family, protocol, seed, merged, tag, scale, root)
         header["built_in_shards"] = count
-        write_dataset(path, header=header, qualities=qualities, sources=sources)
+        write_dataset(path, header=header, qualities=qualities, sources=sources, policies=policies)
         shutil.rmtree(parts[0].parent)
     return cached(path, builder, family_name, family)
 

@@ -75,6 +75,18 @@ class QualityData:
 
 
 @dataclass(frozen=True)
+class Policies:
+    """The behaviour policies a dataset came from: each task's actor at each checkpoint.
+
+    checkpoint_steps: [C] behaviour steps of the checkpoints; hidden: the actors' widths;
+    weights: the task-batched actor's state, each array [C, K, ...] (checkpoint, task)."""
+
+    checkpoint_steps: list[int]
+    hidden: list[int]
+    weights: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
 class Dataset:
     path: Path
     manifest: dict[str, Any]
@@ -112,9 +124,30 @@ class Dataset:
             raise DatasetError(f"{self.path}/{name}/length.npy: counts outside [0, {n_max}]")
         return QualityData(Transitions(**{f: arrays[f] for f in FIELDS}), length)
 
+    @property
+    def has_policies(self) -> bool:
+        return "policies" in self.manifest
+
+    def policies(self) -> Policies:
+        """The behaviour policies, every file validated against the manifest."""
+        entry = self.manifest.get("policies")
+        if entry is None:
+            raise DatasetError(
+                f"{self.path} keeps no behaviour policies (built before datasets kept them, or "
+                f"by a protocol that does not); {self.manifest.get('rebuild', 'rebuild it')} "
+                "after moving it away"
+            )
+        weights = {k: _load_array(self.path, f) for k, f in entry["files"].items()}
+        return Policies(list(entry["checkpoint_steps"]), list(entry["hidden"]), weights)
+
 
 def write_dataset(
-    path: Path, *, header: dict[str, Any], qualities: dict[str, QualityData], sources: dict
+    path: Path,
+    *,
+    header: dict[str, Any],
+    qualities: dict[str, QualityData],
+    sources: dict,
+    policies: Policies | None = None,
 ) -> Path:
     """Write atomically; if another writer finished `path` first, keep theirs and return it.
 
@@ -123,6 +156,7 @@ def write_dataset(
         header: manifest entries (family, protocol, seed, tasks, split, builder settings, ...).
         qualities: quality name -> its arrays.
         sources: quality name -> per-task provenance (checkpoint steps, mean returns).
+        policies: the behaviour policies the data came from, or None.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:8]}"
@@ -144,6 +178,15 @@ def write_dataset(
                 "per_task_counts": data.length.tolist(),
                 "files": files,
                 "sources": sources.get(name, []),
+            }
+        if policies is not None:
+            (tmp / "policies").mkdir()
+            manifest["policies"] = {
+                "checkpoint_steps": policies.checkpoint_steps,
+                "hidden": policies.hidden,
+                "files": {
+                    k: _save_array(tmp, f"policies/{k}.npy", v) for k, v in policies.weights.items()
+                },
             }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         try:

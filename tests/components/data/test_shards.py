@@ -34,6 +34,7 @@ def test_merged_dataset_is_the_shards_task_by_task(tmp_path, tiny_gin):
         for i in range(3)
     ]
     arrays = [{q: shard.quality(q) for q in shard.qualities} for shard in shards]  # before merge
+    policies = [shard.policies() for shard in shards]
     merged = merge_shards("sparse_point_robot", "checkpoints", 0, 3, root=tmp_path)
     assert merged.path == dataset_dir(tmp_path, "sparse_point_robot", "checkpoints", 0)
     assert merged.manifest["built_in_shards"] == 3
@@ -54,6 +55,12 @@ def test_merged_dataset_is_the_shards_task_by_task(tmp_path, tiny_gin):
                     )
         sources = merged.manifest["qualities"][quality]["sources"]
         assert sources == [s for sh in shards for s in sh.manifest["qualities"][quality]["sources"]]
+    # the behaviour policies side by side too: task k's actor is its shard's
+    kept = merged.policies()
+    for shard, part in zip(shards, policies, strict=True):
+        tasks = shard.manifest["shard"]["tasks"]
+        for name, weights in kept.weights.items():
+            np.testing.assert_array_equal(weights[:, tasks], part.weights[name])
 
 
 def test_merge_names_missing_shards(tmp_path, tiny_gin):

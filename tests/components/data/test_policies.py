@@ -1,0 +1,61 @@
+"""A `checkpoints` dataset keeps each task's behaviour policy at each checkpoint, and they act
+again: the stored actors are the trained ones, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from components.data.policies import behaviour_agent, quality_checkpoint
+from components.data.protocols import BehaviourSettings
+from components.data.store import DatasetError
+from registry import get
+from tests.components.data.conftest import build_tiny
+
+
+def test_the_dataset_keeps_every_tasks_actor_at_every_checkpoint(tiny_dataset):
+    kept = tiny_dataset.policies()
+    settings = tiny_dataset.manifest["settings"]
+    assert len(kept.checkpoint_steps) == 3 and kept.checkpoint_steps[-1] == 60
+    n_tasks = len(tiny_dataset.tasks)
+    for name, weights in kept.weights.items():
+        assert weights.shape[:2] == (3, n_tasks), name
+    assert kept.hidden == list(settings["hidden"])
+
+
+def test_the_stored_actors_are_the_trained_ones(tiny_dataset, tmp_path, monkeypatch):
+    """Build the same dataset again, holding on to the behaviour SAC it trains: its actor at
+    the start and at the end equals the stored first and last checkpoints exactly (and the
+    rebuilt dataset keeps the same policies as the first build)."""
+    trained = []
+    make = BehaviourSettings.agent
+
+    def keep(self, family, n_tasks):
+        trained.append(make(self, family, n_tasks))
+        trained.append({k: v.clone() for k, v in trained[-1].actor.state_dict().items()})
+        return trained[0]
+
+    monkeypatch.setattr(BehaviourSettings, "agent", keep)
+    again = build_tiny(tmp_path)
+    agent, start = trained
+    for kept in (again.policies(), tiny_dataset.policies()):
+        for name, value in agent.actor.state_dict().items():
+            np.testing.assert_array_equal(kept.weights[name][0], start[name].numpy())
+            np.testing.assert_array_equal(kept.weights[name][-1], value.numpy())
+
+
+def test_a_behaviour_agent_acts_as_the_chosen_task_and_checkpoint(tiny_dataset):
+    family = get("env", "sparse_point_robot")(seed=0)
+    kept = tiny_dataset.policies()
+    expert = quality_checkpoint(tiny_dataset, "expert", 7)
+    assert expert == 2 and quality_checkpoint(tiny_dataset, "random", 7) == 0
+    agent = behaviour_agent(tiny_dataset, family, tasks=[7, 3], checkpoints=[expert, 0])
+    state = agent.actor.state_dict()
+    for name, weights in kept.weights.items():
+        np.testing.assert_array_equal(state[name][0].numpy(), weights[2, 7])
+        np.testing.assert_array_equal(state[name][1].numpy(), weights[0, 3])
+    actions = agent.act(torch.zeros(2, 4, family.obs_dim), deterministic=True)
+    assert actions.shape == (2, 4, family.act_dim)
+    with pytest.raises(DatasetError, match="does not come from one kept checkpoint"):
+        quality_checkpoint(tiny_dataset, "mixed", 7)
