@@ -15,6 +15,9 @@ them.
   tsne                 Figure 3 (right): t-SNE of query embeddings by task
   distribution_shift   Table 3: test return with test contexts of every dataset quality
   ood_context          test return with context from other tasks' behaviour (CORRO/UNICORN)
+  context_grid         the meta-test per (split, context source): own data, each other
+                       quality, another task's behaviour policy rolled out anew, the run's
+                       own online collection
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ runs by (env, scale, recipe) and prints, mean ± std over seeds:
   Table 3   return under distribution shift, and each seed's drop
   Fig. 4c   the batch-attention AUC
             (these from each run's analysis.json, written by tools/analyze.py)
-  OOD       in- vs out-of-distribution context, and the variance-sparsity study (labelled runs)
+  OOD       in- vs out-of-distribution context, the context grid (split × context source),
+            and the variance-sparsity study (labelled runs)
 `--out DIR` also writes report.md and one learning-curve PNG per environment and scale.
 Unfinished runs (no eval.json) are listed apart."""
 
@@ -597,6 +598,33 @@ def ood_table(grouped) -> Report | None:
     return Report(title, columns, rows) if rows else None
 
 
+def grid_table(grouped) -> Report | None:
+    """The context grid (analysis `context_grid`): the return per split and context source,
+    mean ± std over seeds, and its change against the task's own data."""
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
+        grids = [r["analysis"]["context_grid"] for r in group if "context_grid" in r["analysis"]]
+        if not grids:
+            continue
+        for split in ("train", "test"):
+            own = [_shift_return(g["cells"][split]["own"]) for g in grids]
+            for source in grids[0]["cells"][split]:
+                values = [_shift_return(g["cells"][split][source]) for g in grids]
+                change = [v - o for v, o in zip(values, own, strict=True)]
+                rows.append(
+                    (env, scale, recipe, split, source, str(len(values)), spread(values),
+                     spread(change) if source != "own" else "-")
+                )  # fmt: skip
+    columns = ("env", "scale", "recipe", "split", "context", "seeds", "return", "against own")
+    title = (
+        "Context grid: the meta-test with contexts from the task's own data (own), each other "
+        "quality, another training task's expert behaviour policy rolled out in the task "
+        "(other_policy) and the run's own online collection (online); paper-comparable where "
+        "the run scored it"
+    )
+    return Report(title, columns, rows) if rows else None
+
+
 def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, list[Path]]:
     """The variance-sparsity study: labelled runs (one label per sparsity level, set by a
     bound goal radius) with an embedding-variance analysis; per recipe, variance against the
@@ -746,6 +774,7 @@ def execute(args: argparse.Namespace) -> int:
             shift_table(grouped),
             attention_table(grouped),
             ood_table(grouped),
+            grid_table(grouped),
             study,
         )
         if t

@@ -1,6 +1,7 @@
 """Importing this module registers every analysis of a trained run (kind `evaluator`)."""
 
 import components.evaluation.attention_weights
+import components.evaluation.context_grid
 import components.evaluation.distribution_shift
 import components.evaluation.embedding_variance
 import components.evaluation.ood_context
@@ -14,4 +15,5 @@ NAMES = (
     "tsne",
     "distribution_shift",
     "ood_context",
+    "context_grid",
 )

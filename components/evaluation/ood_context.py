@@ -6,8 +6,9 @@ ANOTHER task. Where tasks differ only in reward (the dynamics are shared), that 
 another task's behaviour transitions (s, a, s′) with the test task's reward: each test task
 gets a seeded training task as donor, its transitions, and rewards recomputed with the test
 task's reward function (sparsified with the family's goal radius). Families whose tasks differ
-in dynamics would need the donors' policies rolled out in the test task; the store keeps no
-behaviour policies, so for them the analysis reports that it does not apply.
+in dynamics need the donors' policies rolled out in the test task: that is the `other_policy`
+cell of the `context_grid` analysis (datasets keep their behaviour policies); here the analysis
+reports that it does not apply.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class OODContextAnalysis:
             return {
                 "ood_applies": False,
                 "reason": f"{type(family).__name__} tasks differ in dynamics; out-of-"
-                "distribution context needs the donors' policies rolled out in the test task",
+                "distribution context needs the donors' policies rolled out in the test task "
+                "(the context_grid analysis, source other_policy)",
             }
         tasks = list(trained.test_tasks)
         train = trained.dataset.split_indices("train")

@@ -34,7 +34,7 @@ def tiny_runs(tiny_data, tmp_path_factory) -> Path:
             assert done.returncode == 0, done.stderr
     for which, analyses in (
         ("*", "embedding_variance,task_vectors"),
-        ("focalpp_batchwise-*", "distribution_shift"),
+        ("focalpp_batchwise-*", "distribution_shift,context_grid"),
     ):
         analysed = cli("analyze", *map(str, sorted(runs.glob(which))), "--analyses", analyses)
         assert analysed.returncode == 0, analysed.stderr
@@ -160,6 +160,15 @@ def test_report_tables_from_analyses_and_figures(tiny_runs, tmp_path):
     expert = next(r for r in shift_rows if "| mixed | expert |" in r)
     assert expert.endswith(f"| {np.mean(drops):.2f} ± {np.std(drops):.2f} | - |")
     assert next(r for r in shift_rows if "| mixed | mixed |" in r).endswith("| - | - |")
+    # the context grid: another task's behaviour policy against the task's own data, per seed
+    grids = [
+        a["context_grid"]["cells"]["test"]
+        for a in _records(runs, "focalpp_batchwise", "analysis.json")
+    ]
+    change = [g["other_policy"]["paper_mean"] - g["own"]["paper_mean"] for g in grids]
+    prefix = "| sparse_point_robot | tiny | focalpp_batchwise | test | other_policy | 2 | "
+    grid_row = next(line for line in result.stdout.splitlines() if line.startswith(prefix))
+    assert grid_row.endswith(f"| {np.mean(change):.2f} ± {np.std(change):.2f} |")
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
     assert "curves-paper-sparse_point_robot-tiny.png" in report

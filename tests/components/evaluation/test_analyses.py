@@ -143,6 +143,7 @@ def test_analyze_cli_on_a_real_run(tiny_run):
         "tsne",
         "distribution_shift",
         "ood_context",
+        "context_grid",
     }
     assert results["embedding_variance"]["embedding_variance"] >= 0
     vectors = results["task_vectors"]
@@ -162,6 +163,16 @@ def test_analyze_cli_on_a_real_run(tiny_run):
     assert ood["ood_applies"] and ood["in_distribution"] == final
     assert set(ood["donors"]) == {str(t) for t in range(80, 100)}  # the test tasks
     assert all(0 <= d < 80 for d in ood["donors"].values())  # donors: training tasks
+    grid = results["context_grid"]
+    # the test split's own-data cell is the run's final meta-test, exactly
+    assert grid["cells"]["test"]["own"]["mean"] == final
+    sources = {"own", "random", "medium", "expert", "mixed", "other_policy", "online"}
+    sources.discard(shift["train_quality"])  # the test quality is "own"
+    assert set(grid["cells"]["train"]) == set(grid["cells"]["test"]) == sources | {"own"}
+    assert grid["tasks"]["test"] == list(range(80, 100)) and len(grid["tasks"]["train"]) == 20
+    assert all(0 <= t < 80 for t in grid["tasks"]["train"])
+    for split, donors in grid["donors"].items():  # another training task's policy per task
+        assert all(int(t) != d and 0 <= d < 80 for t, d in donors.items()), split
     image = matplotlib.image.imread(tiny_run / "figures" / "tsne.png")
     assert image.shape[:2] == (480, 640) and image.std() > 0
 
