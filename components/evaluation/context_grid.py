@@ -145,7 +145,10 @@ class ContextGrid:
         if donors_of:
             record["donors"] = donors_of
         else:
-            record["other_policy"] = "not run: the dataset keeps no behaviour policies"
+            record["other_policy"] = (
+                f"not run: {dataset.path} keeps no behaviour policies (built before datasets "
+                f"kept them); move it away and rebuild it: {dataset.manifest.get('rebuild', '')}"
+            )
         return record
 
 
