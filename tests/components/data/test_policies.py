@@ -59,3 +59,16 @@ def test_a_behaviour_agent_acts_as_the_chosen_task_and_checkpoint(tiny_dataset):
     assert actions.shape == (2, 4, family.act_dim)
     with pytest.raises(DatasetError, match="does not come from one kept checkpoint"):
         quality_checkpoint(tiny_dataset, "mixed", 7)
+
+
+def test_a_dataset_without_policies_says_how_to_get_them(tiny_dataset):
+    """A dataset built before policies were kept (its manifest has none) still loads; asked for
+    its policies, it names itself and the rebuild command."""
+    import dataclasses
+
+    older = dataclasses.replace(
+        tiny_dataset, manifest={k: v for k, v in tiny_dataset.manifest.items() if k != "policies"}
+    )
+    assert not older.has_policies and older.quality("expert").length.sum() > 0
+    with pytest.raises(DatasetError, match=r"keeps no behaviour policies.*collect\.py"):
+        older.policies()
