@@ -35,6 +35,7 @@ def test_order_claims_read_the_paper_per_column():
     assert claimed_variance_order("sparse_point_robot", "focalpp", "focal", None)[0] is True
     assert claimed_variance_order(relabeled, "focalpp_batchwise", "focal", 0.79)[0] is True
     assert claimed_variance_order(relabeled, "focalpp_batchwise", "focal", 0.3)[0] is False
+    assert claimed_variance_order(relabeled, "focalpp_batchwise", "focal", 0.598)[0] is None
 
 
 def test_drop_claims_read_table3():
