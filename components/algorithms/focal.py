@@ -231,6 +231,7 @@ class FocalTrainer:
             for group in opt.param_groups:
                 group.setdefault("base_lr", group["lr"])
         self.evaluator = evaluator()
+        self._train_vectors: torch.Tensor | None = None  # for relabel_rewards, made on first use
         if compile:
             for module in (self.encoder, *self.agent.children()):
                 module.compile()
@@ -336,6 +337,7 @@ class FocalTrainer:
             key_mean=key.mean if key is not None else None,
             context=context,
             encode=self.encode_transitions,
+            relabel=self.relabel_rewards,
         )
         representation = dict(self.objective(embeddings)) if self.objective is not None else {}
         representation.update(query.losses)
@@ -355,6 +357,17 @@ class FocalTrainer:
         (the reward field as the context's); a transition's embedding does not depend on the
         others of its batch, only the task vector's weights do."""
         return self.encoder(self.layout.tensor(transitions)).per_transition
+
+    def relabel_rewards(self, transitions: Transitions, tasks: torch.Tensor) -> torch.Tensor:
+        """Rewards [T, N] of transitions [T, N, ·] under the training tasks at sampler
+        positions `tasks` [T, N], as the context reads them (sparse on sparse families)."""
+        if self._train_vectors is None:
+            all_tasks = self.family.all_tasks()
+            vectors = self.family.task_vectors([all_tasks[i] for i in self.train.task_ids])
+            self._train_vectors = torch.as_tensor(vectors, dtype=torch.float32, device=self.device)
+        task = self._train_vectors[tasks]
+        reward = self.family.sparse_reward if self.layout.sparse else self.family.reward
+        return reward(transitions.obs, transitions.action, transitions.next_obs, task)
 
     # --- the run ---------------------------------------------------------------------------
     def evaluate(self, data=None) -> MetaTestResult:

@@ -56,6 +56,11 @@ def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_di
         x = torch.cat([t.obs, t.action, t.next_obs, t.reward.unsqueeze(-1)], -1)
         return (x @ weight).tanh()
 
+    goals = torch.randn(3, obs_dim, generator=g)
+
+    def relabel(t: Transitions, tasks: torch.Tensor) -> torch.Tensor:  # −distance to a goal
+        return -(t.next_obs - goals[tasks]).norm(dim=-1)
+
     return TaskEmbeddings(
         query=query,
         query_mean=query.mean(1),
@@ -64,6 +69,7 @@ def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_di
         key_mean=key.mean(1) if with_key else None,
         context=context,
         encode=encode,
+        relabel=relabel,
     )
 
 

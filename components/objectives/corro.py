@@ -41,6 +41,10 @@ class CORROInfoNCE(nn.Module):
 
     Args:
         negatives: N, generated outcomes per anchor (CORRO: 16).
+        outcome: how a negative's reward is made: 'noise' (r + N(0, σ_r²), CORRO's
+            `reward_randomize`) or 'relabel' (the reward of the anchor's (s, a, s′) under the
+            task of another row of the meta-batch, CORRO's reward relabeling — under a sparse
+            reward, noise is told apart by itself, a relabeled reward is not).
         temperature: τ (CORRO: 0.1).
         reward_noise: σ_r of the generated rewards (CORRO: 0.5).
         next_obs_noise: σ_s of the generated next states (0: rewards only; CORRO's CVAE
@@ -51,33 +55,44 @@ class CORROInfoNCE(nn.Module):
         self,
         *,
         negatives: PositiveInt = 16,
+        outcome: str = "noise",
         temperature: PositiveFloat = 0.1,
         reward_noise: NonNegativeFloat = 0.5,
         next_obs_noise: NonNegativeFloat = 0.1,
     ):
         super().__init__()
         check_arguments("corro", type(self).__init__, locals())
-        if reward_noise == 0 and next_obs_noise == 0:
+        if outcome not in ("noise", "relabel"):
+            raise RecipeError(f"corro.outcome must be 'noise' or 'relabel', got {outcome!r}")
+        if outcome == "noise" and reward_noise == 0 and next_obs_noise == 0:
             raise RecipeError(
                 "corro.reward_noise and corro.next_obs_noise are both 0: the negatives would "
                 "equal their anchors; give one of them a positive scale"
             )
-        self.negatives, self.temperature = negatives, temperature
+        self.negatives, self.outcome, self.temperature = negatives, outcome, temperature
         self.reward_noise, self.next_obs_noise = reward_noise, next_obs_noise
 
-    def generate(self, context):
-        """N outcomes per transition, [T, B, ·] -> [T, B·N, ·], (s, a) repeated."""
+    def generate(self, context, task: torch.Tensor | None = None, relabel=None):
+        """N outcomes per transition, [T, B, ·] -> [T, B·N, ·], (s, a) repeated; with
+        'relabel', `task` [T] and `relabel` (TaskEmbeddings') give each negative the reward of
+        another meta-batch row's task."""
         n = self.negatives
 
         def repeat(x: torch.Tensor) -> torch.Tensor:
             return x.repeat_interleave(n, dim=1)
 
-        reward = repeat(context.reward)
-        next_obs = repeat(context.next_obs)
-        reward = reward + self.reward_noise * torch.randn_like(reward)
+        fields = {f.name: repeat(getattr(context, f.name)) for f in dataclasses.fields(context)}
+        next_obs = fields["next_obs"]
         if self.next_obs_noise:
             next_obs = next_obs + self.next_obs_noise * torch.randn_like(next_obs)
-        fields = {f.name: repeat(getattr(context, f.name)) for f in dataclasses.fields(context)}
+        if self.outcome == "relabel":
+            rows = len(task)
+            offset = torch.randint(1, max(rows, 2), fields["reward"].shape, device=task.device)
+            other = (torch.arange(rows, device=task.device)[:, None] + offset) % rows
+            moved = type(context)(**{**fields, "next_obs": next_obs})
+            reward = relabel(moved, task[other])
+        else:
+            reward = fields["reward"] + self.reward_noise * torch.randn_like(fields["reward"])
         return type(context)(**{**fields, "reward": reward, "next_obs": next_obs})
 
     def forward(self, emb: TaskEmbeddings) -> dict[str, torch.Tensor]:
@@ -86,11 +101,16 @@ class CORROInfoNCE(nn.Module):
                 "objective corro needs the context transitions and the encoder of other "
                 "transitions (TaskEmbeddings.context, .encode); its trainer passes none"
             )
+        if self.outcome == "relabel" and emb.relabel is None:
+            raise RecipeError(
+                "corro.outcome = 'relabel' needs TaskEmbeddings.relabel (another task's reward "
+                "of a transition); its trainer passes none: use corro.outcome = 'noise'"
+            )
         t, b, _ = emb.query.shape
         q = F.normalize(emb.query, dim=-1)  # [T, B, Z]
         k = q.roll(1, dims=1)  # another transition of the same task
         with torch.no_grad():
-            generated = self.generate(emb.context)
+            generated = self.generate(emb.context, emb.task, emb.relabel)
         negatives = F.normalize(emb.encode(generated), dim=-1).reshape(t, b, self.negatives, -1)
         positive = (q * k).sum(-1, keepdim=True)  # [T, B, 1]
         negative = torch.einsum("tbz,tbnz->tbn", q, negatives)  # [T, B, N]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -63,3 +64,34 @@ def test_an_objective_with_networks_resumes_exactly(tiny_data, tmp_path):
         if isinstance(a[1], dict) and a[0] != "optimizers":
             for key in a[1]:
                 assert torch.equal(a[1][key], b[1][key]), (a[0], key)
+
+
+@pytest.mark.parametrize("env", ["sparse_point_robot", "point_robot_wind"])
+def test_relabeled_rewards_are_the_familys(env, tiny_data, tmp_path):
+    """A context relabeled with its own tasks gives back the rewards it holds (sparse on the
+    sparse family); with other tasks, their reward functions' values."""
+    _, trainer = run_row("corro.gin", env, tiny_data, tmp_path / "run", train=False)
+    tasks = torch.tensor([0, 1, 2])
+    context = trainer.train.sample(tasks, 8, sparse=trainer.layout.sparse)
+    own = trainer.relabel_rewards(context, tasks[:, None].expand(3, 8))
+    assert torch.allclose(own, context.reward, atol=1e-5)
+    other = trainer.relabel_rewards(context, tasks.roll(1)[:, None].expand(3, 8))
+    family = trainer.family
+    vectors = family.task_vectors([family.all_tasks()[int(i)] for i in trainer.train.task_ids])
+    reward = family.sparse_reward if trainer.layout.sparse else family.reward
+    expected = reward(
+        context.obs.numpy(), context.action.numpy(), context.next_obs.numpy(),
+        vectors[tasks.roll(1).numpy()][:, None, :],
+    )  # fmt: skip
+    assert np.allclose(other.numpy(), expected, atol=1e-5)
+
+
+def test_corro_with_relabeled_negatives_runs(tiny_data, tmp_path):
+    metrics, _ = run_row(
+        "corro.gin",
+        "sparse_point_robot",
+        tiny_data,
+        tmp_path / "run",
+        bindings=("corro.outcome = 'relabel'",),
+    )
+    assert metrics["headline"].startswith("test ")

@@ -86,3 +86,29 @@ def test_corro_needs_context_and_encoder_and_some_noise():
         CORROInfoNCE()(TaskEmbeddings(query, query.mean(1), torch.arange(T), context=context()))
     with pytest.raises(RecipeError, match="both 0"):
         CORROInfoNCE(reward_noise=0.0, next_obs_noise=0.0)
+
+
+def test_relabeled_negatives_carry_another_rows_reward_of_the_same_transition():
+    ctx = context(6)
+    goals = torch.randn(T, OBS, generator=torch.Generator().manual_seed(7))
+    seen = []
+
+    def relabel(t: Transitions, tasks: torch.Tensor) -> torch.Tensor:
+        seen.append(tasks)
+        return -(t.next_obs - goals[tasks]).norm(dim=-1)
+
+    task = torch.tensor([2, 0, 1])  # the meta-batch's rows hold these tasks
+    corro = CORROInfoNCE(negatives=5, outcome="relabel", next_obs_noise=0.0)
+    torch.manual_seed(0)
+    made = corro.generate(ctx, task, relabel)
+    (tasks,) = seen
+    own = task[:, None].expand_as(tasks)
+    assert tasks.shape == (T, B * 5) and bool((tasks != own).all())  # always another row's
+    assert torch.equal(made.next_obs, ctx.next_obs.repeat_interleave(5, 1))
+    assert torch.allclose(made.reward, -(made.next_obs - goals[tasks]).norm(dim=-1))
+    with pytest.raises(RecipeError, match=r"needs TaskEmbeddings\.relabel"):
+        query = torch.zeros(T, B, 4)
+        emb = TaskEmbeddings(query, query.mean(1), task, context=ctx, encode=features)
+        corro(emb)
+    with pytest.raises(RecipeError, match="'noise' or 'relabel'"):
+        CORROInfoNCE(outcome="cvae")
