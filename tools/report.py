@@ -297,9 +297,10 @@ def order_table(grouped, reps: int = REPS) -> Report | None:
         for (env, scale, label, stem), group in sorted(rows_by_key.items()):
             for row, other in PAIRS:
                 against = rows_by_key.get((env, scale, label, other))
-                x = [value(r) for r in group]
-                y = [value(r) for r in against or ()]
-                if row != stem or min(len(x), len(y)) < 2 or None in x + y:
+                if row != stem or against is None:
+                    continue
+                x, y = [value(r) for r in group], [value(r) for r in against]
+                if min(len(x), len(y)) < 2 or None in x + y:
                     continue
                 if higher:
                     claim, said = claimed_return_order(env, row, other, _goal_radius(group))

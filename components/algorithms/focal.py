@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from components.algorithms.loop import TrainingLoop
-from components.contracts import accepted, check_parts
+from components.contracts import check_parts
 from components.data.build import ensure_dataset
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
@@ -41,7 +41,7 @@ from components.runtime import resolve_device
 from components.transitions import Transitions
 from registry import RecipeError, RunContext, entry_of, get, register
 from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt
-from registry.validation import check_arguments
+from registry.validation import check_arguments, named_sizes
 
 
 @register("algorithm", "focal")
@@ -194,7 +194,7 @@ class FocalTrainer:
         # Each part against its kind's contract, at tiny sizes and under this recipe's bindings,
         # before anything is trained (components/contracts/; the global random state is kept).
         dims = {"obs_dim": self.family.obs_dim, "act_dim": self.family.act_dim}
-        objective_sizes = accepted(
+        objective_sizes = named_sizes(
             objective, **dims, latent_dim=latent_dim, n_tasks=self.train.n_tasks
         )
         check_parts(
@@ -231,7 +231,9 @@ class FocalTrainer:
             for group in opt.param_groups:
                 group.setdefault("base_lr", group["lr"])
         self.evaluator = evaluator()
-        self._train_vectors: torch.Tensor | None = None  # for relabel_rewards, made on first use
+        all_tasks = self.family.all_tasks()
+        vectors = self.family.task_vectors([all_tasks[i] for i in self.train.task_ids])
+        self.train_vectors = torch.as_tensor(vectors, dtype=torch.float32, device=self.device)
         if compile:
             for module in (self.encoder, *self.agent.children()):
                 module.compile()
@@ -361,11 +363,7 @@ class FocalTrainer:
     def relabel_rewards(self, transitions: Transitions, tasks: torch.Tensor) -> torch.Tensor:
         """Rewards [T, N] of transitions [T, N, ·] under the training tasks at sampler
         positions `tasks` [T, N], as the context reads them (sparse on sparse families)."""
-        if self._train_vectors is None:
-            all_tasks = self.family.all_tasks()
-            vectors = self.family.task_vectors([all_tasks[i] for i in self.train.task_ids])
-            self._train_vectors = torch.as_tensor(vectors, dtype=torch.float32, device=self.device)
-        task = self._train_vectors[tasks]
+        task = self.train_vectors[tasks]
         reward = self.family.sparse_reward if self.layout.sparse else self.family.reward
         return reward(transitions.obs, transitions.action, transitions.next_obs, task)
 

@@ -11,9 +11,8 @@ from components.contracts.core import (
     Broken,
     Contract,
     ContractError,
-    accepted,
     check,
     check_parts,
 )
 
-__all__ = ["CONTRACTS", "Broken", "Contract", "ContractError", "accepted", "check", "check_parts"]
+__all__ = ["CONTRACTS", "Broken", "Contract", "ContractError", "check", "check_parts"]

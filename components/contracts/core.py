@@ -20,7 +20,6 @@ import torch
 from torch import nn
 
 from registry import FocalppError, entry_of
-from registry.validation import named_sizes
 
 
 class ContractError(FocalppError):
@@ -303,11 +302,6 @@ def has_methods(factory: Any, names: tuple[str, ...], promise: str) -> None:
     missing = [n for n in names if target is not None and not callable(getattr(target, n, None))]
     if missing:
         raise Broken(promise, f"it has no {', '.join(missing)}")
-
-
-def accepted(factory: Any, **sizes: Any) -> dict[str, Any]:
-    """The `sizes` that `factory`'s constructor names (registry.validation.named_sizes)."""
-    return named_sizes(factory, **sizes)
 
 
 def takes(factory: Any, names: tuple[str, ...], promise: str) -> None:

@@ -8,16 +8,10 @@ from typing import Protocol
 
 import torch
 
-from components.contracts.core import (
-    accepted,
-    build,
-    contract,
-    loss_terms,
-    reaches,
-    round_trip,
-)
+from components.contracts.core import build, contract, loss_terms, reaches, round_trip
 from components.objectives.embeddings import TaskEmbeddings
 from components.transitions import Transitions
+from registry.validation import named_sizes
 
 T, B, Z = 6, 4, 5
 OBS, ACT = 3, 2  # the probe's transitions
@@ -78,7 +72,7 @@ def probe_objective(factory, given) -> None:
     """An objective is built as cls() or, where it has networks of its own, with the sizes it
     names of obs_dim, act_dim, latent_dim and n_tasks (the trainer passes the run's)."""
     tiny = {"obs_dim": OBS, "act_dim": ACT, "latent_dim": Z, "n_tasks": 3}
-    sizes = accepted(factory, **{**tiny, **given})
+    sizes = named_sizes(factory, **{**tiny, **given})
 
     def make():
         return build(factory, "be built as cls(**the sizes it takes) (settings: gin)", **sizes)

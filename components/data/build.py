@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from components.data.behaviour import Progress
+from components.data.protocols import Collected
 from components.data.store import (
     Dataset,
     DatasetError,
@@ -113,7 +114,12 @@ def build_lock(path: Path, part: str = ""):
 def _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root) -> None:
     collected = builder.build(family, seed=seed, progress=progress)
     header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
-    write_dataset(
+    write_collected(path, header, collected)
+
+
+def write_collected(path: Path, header: dict, collected: Collected) -> Path:
+    """Write what a protocol collected (qualities, provenance, policies) under `header`."""
+    return write_dataset(
         path,
         header=header,
         qualities=collected.qualities,

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from components.data.behaviour import Progress
-from components.data.build import build_lock, cached, dataset_header
+from components.data.build import build_lock, cached, dataset_header, write_collected
 from components.data.protocols import Collected
 from components.data.store import (
     Dataset,
@@ -31,7 +31,6 @@ from components.data.store import (
     QualityData,
     cache_root,
     dataset_dir,
-    write_dataset,
 )
 from components.transitions import FIELDS, Transitions
 from registry import get
@@ -93,13 +92,7 @@ def build_shard(
         )
         header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
         header["shard"] = {"index": index, "count": count, "tasks": tasks}
-        write_dataset(
-            target,
-            header=header,
-            qualities=collected.qualities,
-            sources=collected.sources,
-            policies=collected.policies,
-        )
+        write_collected(target, header, collected)
     return target
 
 
@@ -151,7 +144,7 @@ def merge_shards(
         merged = Collected(qualities, sources, shards[0].manifest["settings"], policies)
         header = dataset_header(family_name, family, protocol, seed, merged, tag, scale, root)
         header["built_in_shards"] = count
-        write_dataset(path, header=header, qualities=qualities, sources=sources, policies=policies)
+        write_collected(path, header, merged)
         shutil.rmtree(parts[0].parent)
     return cached(path, builder, family_name, family)
 

@@ -94,13 +94,15 @@ class ContextGrid:
         episodes = self.episodes or max(1, evaluator.context_transitions // family.horizon)
         n_tasks = len(dataset.tasks)
         all_train = dataset.split_indices("train")
+        stored = {"own": trained.test_data}  # loaded once, for both splits
+        for quality in dataset.qualities:
+            if quality != trained.test_quality:
+                stored[quality] = dataset.quality(quality)
+        latent_dim = _latent_dim(trained)
         cells: dict[str, dict[str, dict[str, float]]] = {}
         donors_of: dict[str, dict[str, int]] = {}
         for split, tasks in splits.items():
-            sources = {"own": trained.test_data}
-            for quality in dataset.qualities:
-                if quality != trained.test_quality:
-                    sources[quality] = dataset.quality(quality)
+            sources = dict(stored)
             env = family.make_batched(
                 [family.all_tasks()[t] for t in tasks for _ in range(episodes)]
             )
@@ -116,7 +118,7 @@ class ContextGrid:
                 collector = _Collector(
                     trained.agent.act,
                     len(tasks),
-                    _latent_dim(trained),
+                    latent_dim,
                     random_episodes=(episodes + 1) // 2,
                     device=trained.device,
                     rng=rng,

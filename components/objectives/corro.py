@@ -77,23 +77,17 @@ class CORROInfoNCE(nn.Module):
         'relabel', `task` [T] and `relabel` (TaskEmbeddings') give each negative the reward of
         another meta-batch row's task."""
         n = self.negatives
-
-        def repeat(x: torch.Tensor) -> torch.Tensor:
-            return x.repeat_interleave(n, dim=1)
-
-        fields = {f.name: repeat(getattr(context, f.name)) for f in dataclasses.fields(context)}
-        next_obs = fields["next_obs"]
+        repeated = context.map(lambda x: x.repeat_interleave(n, dim=1))
         if self.next_obs_noise:
-            next_obs = next_obs + self.next_obs_noise * torch.randn_like(next_obs)
+            noise = self.next_obs_noise * torch.randn_like(repeated.next_obs)
+            repeated = dataclasses.replace(repeated, next_obs=repeated.next_obs + noise)
         if self.outcome == "relabel":
             rows = len(task)
-            offset = torch.randint(1, max(rows, 2), fields["reward"].shape, device=task.device)
+            offset = torch.randint(1, max(rows, 2), repeated.reward.shape, device=task.device)
             other = (torch.arange(rows, device=task.device)[:, None] + offset) % rows
-            moved = type(context)(**{**fields, "next_obs": next_obs})
-            reward = relabel(moved, task[other])
-        else:
-            reward = fields["reward"] + self.reward_noise * torch.randn_like(fields["reward"])
-        return type(context)(**{**fields, "reward": reward, "next_obs": next_obs})
+            return repeated.with_reward(relabel(repeated, task[other]))
+        noise = self.reward_noise * torch.randn_like(repeated.reward)
+        return repeated.with_reward(repeated.reward + noise)
 
     def forward(self, emb: TaskEmbeddings) -> dict[str, torch.Tensor]:
         if emb.context is None or emb.encode is None:
