@@ -18,6 +18,7 @@ summary.md closes the run.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -339,7 +340,7 @@ class FocalTrainer:
             key_mean=key.mean if key is not None else None,
             context=context,
             encode=self.encode_transitions,
-            relabel=self.relabel_rewards,
+            relabel=self.relabel_transitions,
         )
         representation = dict(self.objective(embeddings)) if self.objective is not None else {}
         representation.update(query.losses)
@@ -360,12 +361,26 @@ class FocalTrainer:
         others of its batch, only the task vector's weights do."""
         return self.encoder(self.layout.tensor(transitions)).per_transition
 
-    def relabel_rewards(self, transitions: Transitions, tasks: torch.Tensor) -> torch.Tensor:
-        """Rewards [T, N] of transitions [T, N, ·] under the training tasks at sampler
-        positions `tasks` [T, N], as the context reads them (sparse on sparse families)."""
+    def relabel_transitions(self, transitions: Transitions, tasks: torch.Tensor) -> Transitions:
+        """Transitions [T, N, ·] as the training tasks at sampler positions `tasks` [T, N]
+        would have produced them from the same (s, a): the next state by the family's
+        dynamics where tasks differ in dynamics and it has a closed form (else the stored
+        one), the reward recomputed as the context reads it (sparse on sparse families)."""
         task = self.train_vectors[tasks]
+        next_obs = transitions.next_obs
+        if self.family.task_changes == "dynamics":
+            moved = self.family.dynamics(transitions.obs, transitions.action, task)
+            if moved is None:
+                raise RecipeError(
+                    f"{type(self.family).__name__}'s tasks differ in dynamics that have no "
+                    "closed form here: a transition cannot be relabeled as another task's "
+                    "(its next state is unknown); use an objective that does not relabel (for "
+                    "corro: corro.outcome = 'noise')"
+                )
+            next_obs = moved.to(next_obs.dtype)
         reward = self.family.sparse_reward if self.layout.sparse else self.family.reward
-        return reward(transitions.obs, transitions.action, transitions.next_obs, task)
+        r = reward(transitions.obs, transitions.action, next_obs, task)
+        return dataclasses.replace(transitions, next_obs=next_obs, reward=r)
 
     # --- the run ---------------------------------------------------------------------------
     def evaluate(self, data=None) -> MetaTestResult:

@@ -52,8 +52,8 @@ def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_di
 
     goals = torch.randn(3, obs_dim, generator=g)
 
-    def relabel(t: Transitions, tasks: torch.Tensor) -> torch.Tensor:  # −distance to a goal
-        return -(t.next_obs - goals[tasks]).norm(dim=-1)
+    def relabel(t: Transitions, tasks: torch.Tensor) -> Transitions:  # −distance to a goal
+        return t.with_reward(-(t.next_obs - goals[tasks]).norm(dim=-1))
 
     return TaskEmbeddings(
         query=query,

@@ -162,6 +162,12 @@ class EnvFamily(ABC):
         return `reward` unchanged."""
         return paper_sparsify(reward, self.goal_radius, self.paper_formula)
 
+    def dynamics(self, obs: A, action: A, task: A) -> A | None:
+        """The next state of (obs, action) in tasks `task`, batched like `reward`, or None where
+        no closed form is known (the MuJoCo families): lets a transition be relabeled as
+        another task's on families whose tasks differ in dynamics."""
+        return None
+
     def holding_error(self, obs: np.ndarray, task: np.ndarray) -> dict[str, np.ndarray] | None:
         """How far states obs [N, F] are from the goal of tasks [N, P], per named measure in
         the task's units ([N] each), for families whose tasks are goals to reach and hold;

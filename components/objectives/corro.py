@@ -9,10 +9,12 @@ A task shows itself in what follows (s, a) — the reward and the next state —
 
   L = −E log e^{q·k/τ} / (e^{q·k/τ} + Σ_n e^{q·k⁻_n/τ})
 
-so that nothing about (s, a) helps to tell the positive from the negatives. Negatives here are
-drawn by perturbing the outcome — r̃ = r + N(0, σ_r²) (CORRO's `reward_randomize`) and
-s̃′ = s′ + N(0, σ_s²), so that tasks differing in dynamics have negatives too — from the global
-torch generator, which checkpoints keep.
+so that nothing about (s, a) helps to tell the positive from the negatives. Negatives come
+from one of two generators (`outcome`), with the global torch generator, which checkpoints
+keep: perturbing the outcome, r̃ = r + N(0, σ_r²) (CORRO's `reward_randomize`) and
+s̃′ = s′ + N(0, σ_s²); or relabeling it as another training task's — the reward that task gives
+(s, a, s′), and the next state its dynamics give where the family has them in closed form (the
+point robots; for MuJoCo dynamics, CORRO learns a model).
 
 Against CORRO's code: its default generator is a CVAE of (r, s′) given (s, a) pre-trained on
 all tasks' data (not built here); it pre-trains the encoder with this loss and then freezes it,
@@ -41,13 +43,15 @@ class CORROInfoNCE(nn.Module):
 
     Args:
         negatives: N, generated outcomes per anchor (CORRO: 16).
-        outcome: how a negative's reward is made: 'noise' (r + N(0, σ_r²), CORRO's
-            `reward_randomize`) or 'relabel' (the reward of the anchor's (s, a, s′) under the
-            task of another row of the meta-batch, CORRO's reward relabeling — under a sparse
-            reward, noise is told apart by itself, a relabeled reward is not).
+        outcome: how a negative's outcome is made: 'noise' (r + N(0, σ_r²) and
+            s′ + N(0, σ_s²), CORRO's `reward_randomize`) or 'relabel' (the outcome of the
+            anchor's (s, a) under the task of another row of the meta-batch: its reward, and
+            its next state where the family's dynamics have a closed form — CORRO's
+            relabeling; noise is told apart by itself wherever real outcomes are exact, a
+            sparse reward or a deterministic step, a relabeled outcome is not).
         temperature: τ (CORRO: 0.1).
-        reward_noise: σ_r of the generated rewards (CORRO: 0.5).
-        next_obs_noise: σ_s of the generated next states (0: rewards only; CORRO's CVAE
+        reward_noise: σ_r of the 'noise' rewards (CORRO: 0.5).
+        next_obs_noise: σ_s of the 'noise' next states (0: rewards only; CORRO's CVAE
             generates both).
     """
 
@@ -74,20 +78,19 @@ class CORROInfoNCE(nn.Module):
 
     def generate(self, context, task: torch.Tensor | None = None, relabel=None):
         """N outcomes per transition, [T, B, ·] -> [T, B·N, ·], (s, a) repeated; with
-        'relabel', `task` [T] and `relabel` (TaskEmbeddings') give each negative the reward of
-        another meta-batch row's task."""
+        'relabel', `task` [T] and `relabel` (TaskEmbeddings') make each negative the outcome
+        of the same (s, a) under another meta-batch row's task (no noise added: the outcome
+        is one that task would have produced)."""
         n = self.negatives
         repeated = context.map(lambda x: x.repeat_interleave(n, dim=1))
-        if self.next_obs_noise:
-            noise = self.next_obs_noise * torch.randn_like(repeated.next_obs)
-            repeated = dataclasses.replace(repeated, next_obs=repeated.next_obs + noise)
         if self.outcome == "relabel":
             rows = len(task)
             offset = torch.randint(1, max(rows, 2), repeated.reward.shape, device=task.device)
             other = (torch.arange(rows, device=task.device)[:, None] + offset) % rows
-            return repeated.with_reward(relabel(repeated, task[other]))
-        noise = self.reward_noise * torch.randn_like(repeated.reward)
-        return repeated.with_reward(repeated.reward + noise)
+            return relabel(repeated, task[other])
+        next_obs = repeated.next_obs + self.next_obs_noise * torch.randn_like(repeated.next_obs)
+        reward = repeated.reward + self.reward_noise * torch.randn_like(repeated.reward)
+        return dataclasses.replace(repeated, next_obs=next_obs, reward=reward)
 
     def forward(self, emb: TaskEmbeddings) -> dict[str, torch.Tensor]:
         if emb.context is None or emb.encode is None:
@@ -106,6 +109,11 @@ class CORROInfoNCE(nn.Module):
         with torch.no_grad():
             generated = self.generate(emb.context, emb.task, emb.relabel)
         negatives = F.normalize(emb.encode(generated), dim=-1).reshape(t, b, self.negatives, -1)
+        # a negative whose outcome equals its anchor's (relabeled under a task that agrees
+        # there, e.g. a sparse reward of 0 under both) teaches nothing: logged, not dropped
+        same = (generated.reward == emb.context.reward.repeat_interleave(self.negatives, 1)) & (
+            generated.next_obs == emb.context.next_obs.repeat_interleave(self.negatives, 1)
+        ).all(-1)
         positive = (q * k).sum(-1, keepdim=True)  # [T, B, 1]
         negative = torch.einsum("tbz,tbnz->tbn", q, negatives)  # [T, B, N]
         logits = torch.cat([positive, negative], -1) / self.temperature
@@ -113,4 +121,5 @@ class CORROInfoNCE(nn.Module):
         return {
             "loss_contrastive": -log_prob.mean(),
             "corro_positive_rank": (logits.argmax(-1) == 0).float().mean().detach(),
+            "corro_negatives_as_anchor": same.float().mean(),
         }

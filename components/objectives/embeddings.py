@@ -28,10 +28,10 @@ class TaskEmbeddings:
                 Transitions [T, N, ·] -> [T, N, Z], gradients flowing into the encoder (for
                 objectives that contrast against generated transitions); None where the
                 caller has none.
-    relabel:    the reward of transitions [T, N, ·] under the tasks at positions [T, N] (the
-                meta-batch's `task` ids), as the context reads rewards (sparse on sparse
-                families): another task's view of the same (s, a, s′); None where the caller
-                has none.
+    relabel:    transitions [T, N, ·] as the tasks at positions [T, N] (the meta-batch's
+                `task` ids) would have produced them from the same (s, a): next state by
+                the family's dynamics where it has a closed form, reward as the context
+                reads it (sparse on sparse families); None where the caller has none.
     """
 
     query: torch.Tensor
@@ -41,7 +41,7 @@ class TaskEmbeddings:
     key_mean: torch.Tensor | None = None
     context: Transitions | None = None
     encode: Callable[[Transitions], torch.Tensor] | None = None
-    relabel: Callable[[Transitions, torch.Tensor], torch.Tensor] | None = None
+    relabel: Callable[[Transitions, torch.Tensor], Transitions] | None = None
 
     def same_task(self) -> torch.Tensor:
         """[T, T] bool: meta-batch rows i, j hold the same task."""

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from registry import RecipeError
 from tests.conftest import run_row
 
 LOSSES = {
@@ -67,23 +68,29 @@ def test_an_objective_with_networks_resumes_exactly(tiny_data, tmp_path):
 
 
 @pytest.mark.parametrize("env", ["sparse_point_robot", "point_robot_wind"])
-def test_relabeled_rewards_are_the_familys(env, tiny_data, tmp_path):
-    """A context relabeled with its own tasks gives back the rewards it holds (sparse on the
-    sparse family); with other tasks, their reward functions' values."""
+def test_relabeled_transitions_are_the_familys(env, tiny_data, tmp_path):
+    """A context relabeled with its own tasks gives back the rewards and next states it holds
+    (sparse rewards on the sparse family); with other tasks, their reward functions' values
+    and, where tasks differ in dynamics (the wind), their dynamics' next states."""
     _, trainer = run_row("corro.gin", env, tiny_data, tmp_path / "run", train=False)
     tasks = torch.tensor([0, 1, 2])
     context = trainer.train.sample(tasks, 8, sparse=trainer.layout.sparse)
-    own = trainer.relabel_rewards(context, tasks[:, None].expand(3, 8))
-    assert torch.allclose(own, context.reward, atol=1e-5)
-    other = trainer.relabel_rewards(context, tasks.roll(1)[:, None].expand(3, 8))
+    own = trainer.relabel_transitions(context, tasks[:, None].expand(3, 8))
+    assert torch.allclose(own.reward, context.reward, atol=1e-5)
+    assert torch.allclose(own.next_obs, context.next_obs, atol=1e-5)
+    assert torch.equal(own.obs, context.obs) and torch.equal(own.action, context.action)
+    other = trainer.relabel_transitions(context, tasks.roll(1)[:, None].expand(3, 8))
     family = trainer.family
     vectors = family.task_vectors([family.all_tasks()[int(i)] for i in trainer.train.task_ids])
+    vectors = vectors[tasks.roll(1).numpy()][:, None, :]
+    obs, action = context.obs.numpy(), context.action.numpy()
+    next_obs = context.next_obs.numpy()
+    if family.task_changes == "dynamics":
+        next_obs = family.dynamics(obs, action, vectors)
+        assert not np.allclose(next_obs, context.next_obs.numpy(), atol=1e-4)  # winds differ
     reward = family.sparse_reward if trainer.layout.sparse else family.reward
-    expected = reward(
-        context.obs.numpy(), context.action.numpy(), context.next_obs.numpy(),
-        vectors[tasks.roll(1).numpy()][:, None, :],
-    )  # fmt: skip
-    assert np.allclose(other.numpy(), expected, atol=1e-5)
+    assert np.allclose(other.next_obs.numpy(), next_obs, atol=1e-5)
+    assert np.allclose(other.reward.numpy(), reward(obs, action, next_obs, vectors), atol=1e-5)
 
 
 def test_corro_with_relabeled_negatives_runs(tiny_data, tmp_path):
@@ -95,3 +102,13 @@ def test_corro_with_relabeled_negatives_runs(tiny_data, tmp_path):
         bindings=("corro.outcome = 'relabel'",),
     )
     assert metrics["headline"].startswith("test ")
+
+
+def test_relabeling_refuses_dynamics_without_a_closed_form(tiny_data, tmp_path):
+    """Walker's tasks differ in body parameters: another task's next state is unknown, so
+    relabeling stops with what to use instead rather than return negatives equal to anchors."""
+    _, trainer = run_row("corro.gin", "walker_params", tiny_data, tmp_path / "run", train=False)
+    tasks = torch.tensor([0, 1])
+    context = trainer.train.sample(tasks, 4)
+    with pytest.raises(RecipeError, match=r"no closed form.*corro\.outcome = 'noise'"):
+        trainer.relabel_transitions(context, tasks.roll(1)[:, None].expand(2, 4))

@@ -3,6 +3,7 @@ formula, and an encoder that reads only (s, a) cannot beat chance."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -88,27 +89,44 @@ def test_corro_needs_context_and_encoder_and_some_noise():
         CORROInfoNCE(reward_noise=0.0, next_obs_noise=0.0)
 
 
-def test_relabeled_negatives_carry_another_rows_reward_of_the_same_transition():
+def test_relabeled_negatives_carry_another_rows_outcome_of_the_same_transition():
     ctx = context(6)
     goals = torch.randn(T, OBS, generator=torch.Generator().manual_seed(7))
     seen = []
 
-    def relabel(t: Transitions, tasks: torch.Tensor) -> torch.Tensor:
+    def relabel(t: Transitions, tasks: torch.Tensor) -> Transitions:
         seen.append(tasks)
-        return -(t.next_obs - goals[tasks]).norm(dim=-1)
+        next_obs = t.obs + goals[tasks]  # each task's own step
+        return dataclasses.replace(t, next_obs=next_obs, reward=-next_obs.norm(dim=-1))
 
     task = torch.tensor([2, 0, 1])  # the meta-batch's rows hold these tasks
-    corro = CORROInfoNCE(negatives=5, outcome="relabel", next_obs_noise=0.0)
+    corro = CORROInfoNCE(negatives=5, outcome="relabel", next_obs_noise=0.5)
     torch.manual_seed(0)
     made = corro.generate(ctx, task, relabel)
     (tasks,) = seen
     own = task[:, None].expand_as(tasks)
     assert tasks.shape == (T, B * 5) and bool((tasks != own).all())  # always another row's
-    assert torch.equal(made.next_obs, ctx.next_obs.repeat_interleave(5, 1))
-    assert torch.allclose(made.reward, -(made.next_obs - goals[tasks]).norm(dim=-1))
+    assert torch.equal(made.obs, ctx.obs.repeat_interleave(5, 1))
+    assert torch.equal(made.action, ctx.action.repeat_interleave(5, 1))
+    # the relabeled outcome as it is: no noise on top of it
+    assert torch.equal(made.next_obs, ctx.obs.repeat_interleave(5, 1) + goals[tasks])
+    assert torch.equal(made.reward, -made.next_obs.norm(dim=-1))
     with pytest.raises(RecipeError, match=r"needs TaskEmbeddings\.relabel"):
         query = torch.zeros(T, B, 4)
         emb = TaskEmbeddings(query, query.mean(1), task, context=ctx, encode=features)
         corro(emb)
     with pytest.raises(RecipeError, match="'noise' or 'relabel'"):
         CORROInfoNCE(outcome="cvae")
+
+
+def test_negatives_equal_to_their_anchor_are_counted():
+    """A relabeling under which every task agrees (here: the identity) makes every negative
+    its anchor's copy, which the objective reports; noise makes none."""
+    ctx, task = context(3), torch.tensor([0, 1, 2])
+    query = features(ctx)
+    emb = TaskEmbeddings(
+        query, query.mean(1), task, context=ctx, encode=features, relabel=lambda t, _: t
+    )
+    assert CORROInfoNCE(negatives=4, outcome="relabel")(emb)["corro_negatives_as_anchor"] == 1.0
+    torch.manual_seed(0)
+    assert CORROInfoNCE(negatives=4)(emb)["corro_negatives_as_anchor"] == 0.0
