@@ -26,7 +26,9 @@ runs by (env, scale, recipe) and prints, mean ± std over seeds:
   Fig. 4c   the batch-attention AUC
             (these from each run's analysis.json, written by tools/analyze.py)
   OOD       in- vs out-of-distribution context, the context grid (split × context source),
-            and the variance-sparsity study (labelled runs)
+            the successors' table (own data against another task's behaviour policy, with
+            UNICORN's Table 2 beside it; the successors' claim of a smaller drop than FOCAL's
+            is in Orders), and the variance-sparsity study (labelled runs)
 `--out DIR` also writes report.md and one learning-curve PNG per environment and scale.
 Unfinished runs (no eval.json) are listed apart."""
 
@@ -63,6 +65,12 @@ from components.reporting.paper import (
 )
 from components.reporting.run_dir import atomic_write_text
 from components.reporting.run_record import read_run_record
+from components.reporting.successors import (
+    SUCCESSORS,
+    UNICORN_TABLE2,
+    claimed_ood_order,
+    unicorn_drop,
+)
 from components.sweep.runner import INDEX, read_index
 from registry import FocalppError
 
@@ -323,6 +331,7 @@ def order_table(grouped, reps: int = REPS) -> Report | None:
                     )
                 )
     rows += _drop_orders(rows_by_key, reps)
+    rows += _ood_orders(rows_by_key, reps)
     columns = (
         "env",
         "scale",
@@ -337,7 +346,8 @@ def order_table(grouped, reps: int = REPS) -> Report | None:
     )
     title = (
         "Orders: the probability that a run of the row does better than a run of the other "
-        "(higher return, lower variance, smaller drop under a shift of context; 0.5 = no "
+        "(higher return, lower variance, smaller drop under a shift of context — another "
+        "quality's (Table 3) or another task's behaviour policy (the successors'); 0.5 = no "
         "difference) with its 95% stratified-bootstrap "
         "interval (rliable); 'reproduced' only where the interval excludes 0.5 on the paper's "
         "side. Both variances are set against Table 2's raw numbers, the scale-free ratio "
@@ -367,6 +377,29 @@ def _drop_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
                 (env, scale, label or "-", measure, stem, "focal", count, p.format(), said,
                  verdict(p, claim))
             )  # fmt: skip
+    return rows
+
+
+def _ood_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
+    """The successors' claim tested per family: each successor loses less than FOCAL on the
+    test tasks when the context comes from another task's behaviour policy (the context
+    grid's other_policy against own; a smaller drop is better)."""
+    rows = []
+    for (env, scale, label, stem), group in sorted(rows_by_key.items()):
+        against = rows_by_key.get((env, scale, label, "focal"))
+        if stem not in SUCCESSORS or against is None:
+            continue
+        x, y = _grid_drops(group), _grid_drops(against)
+        if min(len(x), len(y)) < 2:
+            continue
+        claim, said = claimed_ood_order(env, stem)
+        p = improvement([-v for v in x], [-v for v in y], reps=reps)
+        measure = f"drop, own → {OOD_SOURCE} context (test)"
+        count = f"{len(x)} v {len(y)}"
+        rows.append(
+            (env, scale, label or "-", measure, stem, "focal", count, p.format(), said,
+             verdict(p, claim))
+        )  # fmt: skip
     return rows
 
 
@@ -626,6 +659,69 @@ def grid_table(grouped) -> Report | None:
     return Report(title, columns, rows) if rows else None
 
 
+OOD_SOURCE = "other_policy"  # the context grid's out-of-distribution cell
+
+
+def _grid_drops(group: list[dict], source: str = OOD_SOURCE) -> list[float]:
+    """Each seed's loss of test return when the context comes from `source` rather than the
+    task's own data (the context grid; negative is a gain)."""
+    drops = []
+    for run in group:
+        cells = run["analysis"].get("context_grid", {}).get("cells", {}).get("test", {})
+        if "own" in cells and source in cells:
+            drops.append(_shift_return(cells["own"]) - _shift_return(cells[source]))
+    return drops
+
+
+def successors_table(grouped) -> Report | None:
+    """In- against out-of-distribution context per recipe (the test split of the context
+    grid): the return with the task's own data, with another task's behaviour policy, the
+    drop between them, the run's own online collection, and UNICORN's Table 2 where it has
+    the family and the method."""
+    rows = []
+    for (env, scale, recipe), group in grouped.items():
+        grids = [
+            r["analysis"]["context_grid"]["cells"]["test"]
+            for r in group
+            if "context_grid" in r["analysis"]
+        ]
+        if not grids or OOD_SOURCE not in grids[0]:
+            continue
+
+        def cell(source: str, grids=grids) -> str:
+            found = [_shift_return(g[source]) for g in grids if source in g]
+            return spread(found) if len(found) == len(grids) else "-"
+
+        theirs = UNICORN_TABLE2.get((env, recipe_stem(group[0])))
+        paper = "-" if theirs is None else f"{theirs[0]:g} / {theirs[1]:g}"
+        drop = unicorn_drop(env, recipe_stem(group[0]))
+        rows.append(
+            (env, scale, recipe, str(len(grids)), cell("own"), cell(OOD_SOURCE),
+             spread(_grid_drops(group)), cell("online"), paper,
+             "-" if drop is None else f"{drop:g}")
+        )  # fmt: skip
+    columns = (
+        "env",
+        "scale",
+        "recipe",
+        "seeds",
+        "own data",
+        "another task's policy",
+        "drop",
+        "online",
+        "UNICORN Table 2 (in / out)",
+        "its drop",
+    )
+    title = (
+        "In- and out-of-distribution context on the test tasks (the context grid): the "
+        "task's own data, another training task's expert behaviour policy rolled out in the "
+        "task, the drop between them (mean ± std of each seed's), the run's own online "
+        "collection; paper-comparable where the run scored it. UNICORN's numbers are at its "
+        "scale and on its data"
+    )
+    return Report(title, columns, rows) if rows else None
+
+
 def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, list[Path]]:
     """The variance-sparsity study: labelled runs (one label per sparsity level, set by a
     bound goal radius) with an embedding-variance analysis; per recipe, variance against the
@@ -776,6 +872,7 @@ def execute(args: argparse.Namespace) -> int:
             attention_table(grouped),
             ood_table(grouped),
             grid_table(grouped),
+            successors_table(grouped),
             study,
         )
         if t

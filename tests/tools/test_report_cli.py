@@ -14,20 +14,25 @@ from tests.conftest import cli
 
 @pytest.fixture(scope="module")
 def tiny_runs(tiny_data, tmp_path_factory) -> Path:
-    """Two seeds of FOCAL and of the batch-wise row at the tiny scale, analysed."""
+    """Two seeds of FOCAL and of the batch-wise row on Sparse-Point-Robot, and of FOCAL and
+    CSRO on Point-Robot-Wind (named `<recipe>-wind-s<seed>`), at the tiny scale, analysed."""
     runs = tmp_path_factory.mktemp("report-runs")
-    for recipe in ("focal", "focalpp_batchwise"):
+    cases = [(r, "sparse_point_robot", r) for r in ("focal", "focalpp_batchwise")]
+    cases += [(r, "point_robot_wind", f"{r}-wind") for r in ("focal", "csro")]
+    for recipe, env, name in cases:
         for seed in (0, 1):
             done = cli(
                 "run",
                 "--recipe",
                 f"{recipe}.gin",
+                "--env",
+                env,
                 "--scale",
                 "tiny",
                 "--seed",
                 str(seed),
                 "--out",
-                str(runs / f"{recipe}-s{seed}"),
+                str(runs / f"{name}-s{seed}"),
                 "--gin_param",
                 f"focal.data_root = '{tiny_data}'",
             )
@@ -35,6 +40,7 @@ def tiny_runs(tiny_data, tmp_path_factory) -> Path:
     for which, analyses in (
         ("*", "embedding_variance,task_vectors"),
         ("focalpp_batchwise-*", "distribution_shift,context_grid"),
+        ("*-wind-*", "context_grid"),
     ):
         analysed = cli("analyze", *map(str, sorted(runs.glob(which))), "--analyses", analyses)
         assert analysed.returncode == 0, analysed.stderr
@@ -57,7 +63,11 @@ def test_report_averages_seeds_of_real_runs(tiny_runs, tmp_path):
     means = [e["test_return_mean"] for e in evals]
     dense = [e["dense_return_mean"] for e in evals]
     paper = [e["paper_return_mean"] for e in evals]
-    row = next(line for line in result.stdout.splitlines() if "| focal |" in line)
+    row = next(
+        line
+        for line in result.stdout.splitlines()
+        if "| sparse_point_robot | tiny | focal |" in line
+    )
     # the paper-comparable return, its interquartile mean (two seeds: none trimmed, so the
     # mean) with an interval around it, then the paper's number for this row and env
     assert row.startswith(
@@ -216,3 +226,37 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
     assert "| sparse_point_robot_relabeled | tiny | focal (r0.3) |" in result.stdout
     figure = tmp_path / "report" / "variance-sparsity-sparse_point_robot_relabeled-tiny.png"
     assert matplotlib.image.imread(figure).shape[:2] == (480, 640)
+
+
+def test_report_sets_the_successors_drop_against_focals(tiny_runs):
+    """The context grid's drop from the task's own data to another task's behaviour policy,
+    per seed, in the successors' table, and CSRO against FOCAL in the orders, where the
+    successors claim a smaller drop (on Point-Robot-Wind the wind shows in every context)."""
+    result = cli("report", str(tiny_runs), "--markdown", "--reps", "200")
+    assert result.returncode == 0, result.stderr
+    drops = {}
+    for recipe in ("focal", "csro"):
+        grids = [
+            a["context_grid"]["cells"]["test"]
+            for a in _records(tiny_runs, f"{recipe}-wind", "analysis.json")
+        ]
+        drops[recipe] = [g["own"]["mean"] - g["other_policy"]["mean"] for g in grids]
+    assert drops["csro"] != drops["focal"]  # real, different numbers to compare
+    section = result.stdout.split("### In- and out-of-distribution context")[1]
+    row = next(x for x in section.splitlines() if x.startswith("| point_robot_wind | tiny | csro"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "2"
+    assert cells[6] == f"{np.mean(drops['csro']):.2f} ± {np.std(drops['csro']):.2f}"
+    assert cells[8:] == ["-", "-"]  # UNICORN's Table 2 has no point robot
+    prefix = "| point_robot_wind | tiny | - | drop, own → other_policy context (test) | csro"
+    line = next(x for x in result.stdout.splitlines() if x.startswith(prefix))
+    order = [c.strip() for c in line.strip("|").split("|")]
+    # P(CSRO's drop < FOCAL's) + ½ P(equal) over the four pairs of runs
+    p = np.mean([(x < y) + 0.5 * (x == y) for x in drops["csro"] for y in drops["focal"]])
+    point, low, high = map(float, re.findall(r"[-\d.]+", order[7]))
+    assert point == pytest.approx(p, abs=0.005) and low <= point <= high
+    assert order[8] == "smaller (the successors' claim)"
+    expected = (
+        "same within noise" if low <= 0.5 <= high else "reproduced" if low > 0.5 else "reversed"
+    )
+    assert order[9] == expected
