@@ -369,15 +369,19 @@ def _drop_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
             y = theirs.get((train, test), [])
             if test == train or min(len(x), len(y)) < 2:
                 continue
-            claim, said = claimed_drop_order(env, train, test)
-            p = improvement([-v for v in x], [-v for v in y], reps=reps)
             measure = f"drop, {train} → {test} context"
-            count = f"{len(x)} v {len(y)}"
-            rows.append(
-                (env, scale, label or "-", measure, stem, "focal", count, p.format(), said,
-                 verdict(p, claim))
-            )  # fmt: skip
+            claim = claimed_drop_order(env, train, test)
+            rows.append(_drop_row((env, scale, label), measure, stem, x, y, claim, reps))
     return rows
+
+
+def _drop_row(key, measure, stem, x, y, claim, reps) -> tuple[str, ...]:
+    """One Orders row on drops x (the row's seeds) and y (FOCAL's): smaller is better."""
+    env, scale, label = key
+    p = improvement([-v for v in x], [-v for v in y], reps=reps)
+    count = f"{len(x)} v {len(y)}"
+    return (env, scale, label or "-", measure, stem, "focal", count, p.format(), claim[1],
+            verdict(p, claim[0]))  # fmt: skip
 
 
 def _ood_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
@@ -392,14 +396,9 @@ def _ood_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
         x, y = _grid_drops(group), _grid_drops(against)
         if min(len(x), len(y)) < 2:
             continue
-        claim, said = claimed_ood_order(env, stem)
-        p = improvement([-v for v in x], [-v for v in y], reps=reps)
         measure = f"drop, own → {OOD_SOURCE} context (test)"
-        count = f"{len(x)} v {len(y)}"
-        rows.append(
-            (env, scale, label or "-", measure, stem, "focal", count, p.format(), said,
-             verdict(p, claim))
-        )  # fmt: skip
+        claim = claimed_ood_order(env, stem)
+        rows.append(_drop_row((env, scale, label), measure, stem, x, y, claim, reps))
     return rows
 
 
