@@ -112,9 +112,16 @@ def build_lock(path: Path, part: str = ""):
 
 
 def _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root) -> None:
-    collected = builder.build(family, seed=seed, progress=progress)
+    partial = partial_dir(path)
+    collected = builder.build(family, seed=seed, progress=progress, resume=partial)
     header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
     write_collected(path, header, collected)
+    shutil.rmtree(partial, ignore_errors=True)
+
+
+def partial_dir(path: Path) -> Path:
+    """Where a build of `path` keeps its state between resume points (removed once built)."""
+    return path.parent / f".{path.name}.partial"
 
 
 def write_collected(path: Path, header: dict, collected: Collected) -> Path:

@@ -17,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import torch
 
-from components.data.behaviour import Progress, Rollouts, rollout, train_behaviour
+from components.data.behaviour import Progress, Resume, Rollouts, rollout, train_behaviour
 from components.data.store import DatasetError, Policies, QualityData
 from components.envs.family import EnvFamily
 from components.rl.sac import TaskBatchedSAC
@@ -60,6 +61,9 @@ class BehaviourSettings:
         discount: γ.
         target_entropy: SAC's entropy target (None: −action dim); low gives precise experts.
         reward_scale: multiplies rewards in the critic target.
+        resume_every: steps between resume points (0: none): a killed build goes on from the
+            last one and gives the same bytes as one never stopped (`behaviour.Resume`; each
+            point restarts every episode, so the data differ from a build without them).
     """
 
     env_steps: PositiveInt = 4_000
@@ -71,6 +75,15 @@ class BehaviourSettings:
     discount: Fraction = 0.9
     target_entropy: float | None = -6.0
     reward_scale: PositiveFloat = 1.0
+    resume_every: Count = 0
+
+    def settings(self) -> dict[str, Any]:
+        """As recorded in manifests; `resume_every = 0`, how every build without resume points
+        ran, is left out so that their manifests still match."""
+        settings = asdict(self)
+        if not self.resume_every:
+            del settings["resume_every"]
+        return settings
 
     def agent(self, family: EnvFamily, n_tasks: int) -> TaskBatchedSAC:
         return TaskBatchedSAC(
@@ -85,7 +98,7 @@ class BehaviourSettings:
         )
 
     def train(self, family: EnvFamily, agent: TaskBatchedSAC, tasks, seed: int, **kwargs):
-        """`train_behaviour` with this schedule (kwargs: checkpoints and progress)."""
+        """`train_behaviour` with this schedule (kwargs: checkpoints, progress, resume)."""
         return train_behaviour(
             family,
             tasks,
@@ -139,10 +152,21 @@ class _Protocol:
     behaviour: BehaviourSettings
 
     def settings(self) -> dict[str, Any]:
-        return {"protocol": type(self).__name__, **asdict(self.behaviour), **self.extra_settings()}
+        return {
+            "protocol": type(self).__name__,
+            **self.behaviour.settings(),
+            **self.extra_settings(),
+        }
 
     def extra_settings(self) -> dict[str, Any]:
         return {}
+
+    def resume(self, where: Path | None, seed: int, tasks: Sequence[int] | None, **hooks):
+        """Resume points at `where`/state.pt where the settings ask for them, else None."""
+        if where is None or not self.behaviour.resume_every:
+            return None
+        identity = {"settings": self.settings(), "seed": seed, "tasks": tasks}
+        return Resume(Path(where) / "state.pt", self.behaviour.resume_every, identity, **hooks)
 
 
 @register("dataset", "checkpoints")
@@ -180,9 +204,11 @@ class CheckpointRollouts(_Protocol):
         seed: int,
         progress: Progress | None = None,
         tasks: Sequence[int] | None = None,
+        resume: Path | None = None,
     ) -> Collected:
+        """`resume`: where a stopped build keeps its state (with `resume_every`)."""
         torch.manual_seed(seed)
-        tasks = _chosen(family, tasks)
+        indices, tasks = tasks, _chosen(family, tasks)
         agent = self.behaviour.agent(family, len(tasks))
         rollout_env = family.make_batched([t for t in tasks for _ in range(self.episodes)])
         steps = np.linspace(0, self.behaviour.env_steps, self.checkpoints).round().astype(int)
@@ -196,6 +222,10 @@ class CheckpointRollouts(_Protocol):
             }
             saved[step] = rollout(family, rollout_env, agent, self.episodes, seed=seed + step)
 
+        def restore(extra: dict[str, Any]) -> None:
+            saved.update(extra["rollouts"])
+            actors.update(extra["actors"])
+
         self.behaviour.train(
             family,
             agent,
@@ -204,6 +234,13 @@ class CheckpointRollouts(_Protocol):
             checkpoint_steps=steps.tolist(),
             on_checkpoint=on_checkpoint,
             progress=progress,
+            resume=self.resume(
+                resume,
+                seed,
+                indices,
+                extra=lambda: {"rollouts": saved, "actors": actors},
+                restore=restore,
+            ),
         )
         rollout_env.close()
         collected = self._qualities(family, [saved[s] for s in steps], steps)
@@ -270,12 +307,19 @@ class ReplayBufferDump(_Protocol):
         seed: int,
         progress: Progress | None = None,
         tasks: Sequence[int] | None = None,
+        resume: Path | None = None,
     ) -> Collected:
+        """`resume`: where a stopped build keeps its state (with `resume_every`)."""
         torch.manual_seed(seed)
-        tasks = _chosen(family, tasks)
+        indices, tasks = tasks, _chosen(family, tasks)
         agent = self.behaviour.agent(family, len(tasks))
         replay = self.behaviour.train(
-            family, agent, tasks, seed, checkpoint_steps=[], on_checkpoint=None, progress=progress
+            family,
+            agent,
+            tasks,
+            seed,
+            progress=progress,
+            resume=self.resume(resume, seed, indices),
         )
         content = replay.contents().map(lambda x: x.numpy())
         data = pack([(content, np.ones(content.reward.shape, dtype=bool))])

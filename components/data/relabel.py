@@ -8,6 +8,7 @@ can then only come from rewards: the state-action distribution says nothing abou
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,7 @@ class Relabeled:
         seed: int,
         progress: Progress | None = None,
         tasks: Sequence[int] | None = None,
+        resume: Path | None = None,
     ) -> Collected:
         if tasks is not None:
             raise DatasetError(
@@ -71,7 +73,7 @@ class Relabeled:
                 "meta-test would disagree. Use --env sparse_point_robot_relabeled (it binds "
                 "both), or bind the family's goal_radius to the same value"
             )
-        collected = self.source.build(family, seed=seed, progress=progress)
+        collected = self.source.build(family, seed=seed, progress=progress, resume=resume)
         rng = np.random.default_rng(seed)
         task_vecs = family.task_vectors(family.all_tasks())  # [K, P]
         qualities, sources = {}, {}

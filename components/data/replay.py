@@ -54,3 +54,26 @@ class TaskReplay:
             else (torch.arange(self.capacity) + self.cursor) % self.capacity
         )
         return self.data.map(lambda x: x[:, order])
+
+    def state(self) -> dict:
+        """What is stored (oldest first) and where the ring stands: to save a stopped build."""
+        return {"contents": self.contents().as_dict(), "cursor": self.cursor}
+
+    def load_state(self, state: dict) -> None:
+        """Refill from `state()`: the same contents in the same slots."""
+        contents = state["contents"]
+        size = contents["obs"].shape[1]
+        if size > self.capacity:
+            raise ValueError(f"saved replay holds {size} transitions, capacity is {self.capacity}")
+        self.size, self.cursor = size, state["cursor"]
+        slots = (torch.arange(size) + (self.cursor if size == self.capacity else 0)) % self.capacity
+        for name, value in contents.items():
+            getattr(self.data, name)[:, slots] = value
+
+    def cut_episodes(self) -> None:
+        """Mark the last stored transition of every task as the end of its episode by time
+        limit (where it did not already end): the episodes are about to be restarted."""
+        if self.size:
+            last = (self.cursor - 1) % self.capacity
+            ended = self.data.terminated[:, last].bool() | self.data.truncated[:, last].bool()
+            self.data.truncated[:, last] = torch.where(ended, self.data.truncated[:, last], 1.0)

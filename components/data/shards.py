@@ -22,7 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from components.data.behaviour import Progress
-from components.data.build import build_lock, cached, dataset_header, write_collected
+from components.data.build import (
+    build_lock,
+    cached,
+    dataset_header,
+    partial_dir,
+    write_collected,
+)
 from components.data.protocols import Collected
 from components.data.store import (
     Dataset,
@@ -88,11 +94,16 @@ def build_shard(
                 f"{len(family.all_tasks())}; use fewer shards"
             )
         collected = builder.build(
-            family, seed=shard_seed(seed, index, count), progress=progress, tasks=tasks
+            family,
+            seed=shard_seed(seed, index, count),
+            progress=progress,
+            tasks=tasks,
+            resume=partial_dir(target),
         )
         header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
         header["shard"] = {"index": index, "count": count, "tasks": tasks}
         write_collected(target, header, collected)
+        shutil.rmtree(partial_dir(target), ignore_errors=True)
     return target
 
 

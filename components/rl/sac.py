@@ -75,9 +75,24 @@ class TaskBatchedSAC(nn.Module):
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=True)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr, fused=True)
 
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {"actor": self.actor_opt, "critic": self.critic_opt, "alpha": self.alpha_opt}
+
+    def training_state(self) -> dict:
+        """Networks, temperature and optimisers: all a stopped training needs to go on."""
+        return {
+            "modules": self.state_dict(),
+            "optimizers": {k: o.state_dict() for k, o in self.optimizers().items()},
+        }
+
+    def load_training_state(self, state: dict) -> None:
+        self.load_state_dict(state["modules"])
+        for name, opt in self.optimizers().items():
+            opt.load_state_dict(state["optimizers"][name])
+
     def set_learning_rate(self, lr: float) -> None:
         """Set the learning rate of every optimiser (for schedules run by the caller)."""
-        for opt in (self.actor_opt, self.critic_opt, self.alpha_opt):
+        for opt in self.optimizers().values():
             for group in opt.param_groups:
                 group["lr"] = lr
 
