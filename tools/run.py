@@ -247,12 +247,15 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def _dataset_record(algorithm) -> dict:
-    """Which dataset the run trains on: its name in the store and its manifest digest."""
+    """Which dataset the run trains on: its name in the store, its tag (the variant of
+    collection settings; `-shards<K>` for a build in shards) and its manifest digest, which
+    the resume of the run checks."""
     dataset = getattr(algorithm, "dataset", None)
     if dataset is None:
         return {}
     name = f"{dataset.path.parent.name}/{dataset.path.name}"
-    return {"dataset": {"name": name, "manifest_sha256": dataset.digest}}
+    tag = dataset.manifest.get("tag")
+    return {"dataset": {"name": name, "tag": tag, "manifest_sha256": dataset.digest}}
 
 
 def _portable_source(source: str) -> str:

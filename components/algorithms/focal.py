@@ -31,6 +31,7 @@ from components.contracts import check_parts
 from components.data.build import ensure_dataset
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
+from components.data.shards import load_merged
 from components.encoders.context import ContextEncoder
 from components.encoders.ema import EMAEncoder
 from components.evaluation.meta_test import MetaTest, MetaTestResult
@@ -86,6 +87,8 @@ class FocalTrainer:
         data_root: dataset store root (default: $FOCALPP_DATA or the user cache).
         dataset_tag: dataset variant whose collection settings differ from the default ones
             (scales that change them set it, e.g. 'paper'): `<protocol>-s<seed>-<tag>`.
+        dataset_shards: K ≥ 2 to read the dataset built in K task shards
+            (`<protocol>-s<seed>-<tag>-shards<K>`, components/data/shards.py); 0: in one piece.
         progress: show a progress bar.
         lr_decay: None (constant learning rates), or 'cosine' / 'linear': every optimiser's
             learning rate falls from its set value to `lr_floor` times it over the schedule
@@ -127,6 +130,7 @@ class FocalTrainer:
         checkpoint_every: Count = 1000,
         data_root: str | None = None,
         dataset_tag: str | None = None,
+        dataset_shards: Count = 0,
         progress: bool = True,
         lr_decay: str | None = None,
         lr_floor: Fraction = 0.0,
@@ -154,16 +158,18 @@ class FocalTrainer:
         family_name = family or run.env
         self.family = get("env", family_name)(seed=data_seed)
 
-        self.dataset = ensure_dataset(
-            family_name,
-            protocol,
-            data_seed,
-            root=Path(data_root) if data_root else None,
-            progress=_dataset_progress(),
-            tag=dataset_tag,
-            scale=run.scale,
-            family=self.family,
-        )
+        where = {
+            "root": Path(data_root) if data_root else None,
+            "tag": dataset_tag,
+            "scale": run.scale,
+            "family": self.family,
+        }
+        if dataset_shards:  # built beforehand, shard by shard (a study with dataset_shards)
+            self.dataset = load_merged(family_name, protocol, data_seed, dataset_shards, **where)
+        else:
+            self.dataset = ensure_dataset(
+                family_name, protocol, data_seed, progress=_dataset_progress(), **where
+            )
         self.generator = torch.Generator().manual_seed(run.seed)
         train_tasks = self.dataset.split_indices("train")
         self.test_tasks = self.dataset.split_indices("test")

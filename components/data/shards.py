@@ -6,12 +6,14 @@ machines sharing the store — and concatenated afterwards. This pays where one 
 bottleneck (MuJoCo families at the paper scale: 200k behaviour steps per task); on a laptop one
 task-batched build of all tasks is faster.
 
-Shard i of K lives in `<family>/.<dataset>.shards/<i>-of-<K>/` (a complete dataset of its tasks,
-written atomically); merging validates every shard, concatenates them task by task into
-`<family>/<dataset>/` (atomically) and removes the shards. Shard seeds derive from the dataset
-seed, the shard index and K, so a sharded dataset is reproducible for a given K but is not the
-same bytes as the unsharded build (its random draws differ); the manifest records
-`built_in_shards`.
+A build in K shards is another dataset than the build in one piece (shard seeds derive from
+the dataset seed, the shard index and K, so its random draws differ), so it lives under a tag
+of its own, `<tag>-shards<K>` (`shards<K>` without a tag; `sharded_tag`): two builds never
+hide behind one path. Shard i of K lives in `<family>/.<dataset>.shards/<i>-of-<K>/` (a
+complete dataset of its tasks, written atomically); merging validates every shard,
+concatenates them task by task into `<family>/<dataset>/` (atomically) and removes the
+shards; the manifest records `built_in_shards`. A run reads it with `focal.dataset_shards = K`
+(a study with `dataset_shards` binds it).
 """
 
 from __future__ import annotations
@@ -47,6 +49,22 @@ def shard_tasks(n_tasks: int, index: int, count: int) -> list[int]:
     return np.array_split(np.arange(n_tasks), count)[index].tolist()
 
 
+def sharded_tag(tag: str | None, count: int) -> str:
+    """The tag of a dataset built in `count` shards, from the tag of its settings."""
+    return f"{tag}-shards{count}" if tag else f"shards{count}"
+
+
+def shard_rebuild(family: str, protocol: str, seed: int, count: int, tag, scale, root) -> str:
+    """How to build a sharded dataset again: each shard, then the merge."""
+    flags = f"--env {family} --protocol {protocol} --seed {seed}"
+    flags += (f" --scale {scale}" if scale else "") + (f" --tag {tag}" if tag else "")
+    flags += f" --out {root}" if root is not None else ""
+    return (
+        f"python tools/collect.py {flags} --shard I/{count} (for I = 0..{count - 1}), then "
+        f"python tools/collect.py {flags} --merge {count}"
+    )
+
+
 def shard_seed(seed: int, index: int, count: int) -> int:
     return int(np.random.SeedSequence([seed, index, count]).generate_state(1)[0])
 
@@ -78,7 +96,7 @@ def build_shard(
     """Build shard `index` of `count` unless it (or the merged dataset) exists; its path."""
     _check(index, count)
     root = Path(root) if root is not None else cache_root()
-    path = dataset_dir(root, family_name, protocol, seed, tag)
+    path = dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
     target = shard_dir(path, index, count)
     builder = get("dataset", protocol)()
     if path.exists():
@@ -100,7 +118,10 @@ def build_shard(
             tasks=tasks,
             resume=partial_dir(target),
         )
-        header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
+        header = dataset_header(
+            family_name, family, protocol, seed, collected, sharded_tag(tag, count), scale, root
+        )
+        header["rebuild"] = shard_rebuild(family_name, protocol, seed, count, tag, scale, root)
         header["shard"] = {"index": index, "count": count, "tasks": tasks}
         write_collected(target, header, collected)
         shutil.rmtree(partial_dir(target), ignore_errors=True)
@@ -120,7 +141,7 @@ def merge_shards(
     """Concatenate the `count` shards into the dataset (validated first), then remove them."""
     _check(0, count)
     root = Path(root) if root is not None else cache_root()
-    path = dataset_dir(root, family_name, protocol, seed, tag)
+    path = dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
     builder = get("dataset", protocol)()
     family = get("env", family_name)(seed=seed)
     if path.exists():
@@ -133,8 +154,7 @@ def merge_shards(
         if missing:
             raise DatasetError(
                 f"shard(s) {missing} of {count} of {path} are not built; build each with: "
-                f"python tools/collect.py --env {family_name} --shard I/{count} (same --scale, "
-                "--protocol, --seed, --tag, --out)"
+                f"{shard_rebuild(family_name, protocol, seed, count, tag, scale, root)}"
             )
         # validates settings and manifests
         shards = [cached(part, builder, family_name, family) for part in parts]
@@ -153,11 +173,40 @@ def merge_shards(
             weights = {k: np.concatenate([p.weights[k] for p in kept], 1) for k in kept[0].weights}
             policies = Policies(kept[0].checkpoint_steps, kept[0].hidden, weights)
         merged = Collected(qualities, sources, shards[0].manifest["settings"], policies)
-        header = dataset_header(family_name, family, protocol, seed, merged, tag, scale, root)
+        header = dataset_header(
+            family_name, family, protocol, seed, merged, sharded_tag(tag, count), scale, root
+        )
+        header["rebuild"] = shard_rebuild(family_name, protocol, seed, count, tag, scale, root)
         header["built_in_shards"] = count
         write_collected(path, header, merged)
         shutil.rmtree(parts[0].parent)
     return cached(path, builder, family_name, family)
+
+
+def load_merged(
+    family_name: str,
+    protocol: str,
+    seed: int,
+    count: int,
+    *,
+    root: Path | None = None,
+    tag: str | None = None,
+    scale: str | None = None,
+    family=None,
+) -> Dataset:
+    """The dataset built in `count` shards, checked like any cached one; never built here (a
+    build in one piece would not be it): a missing one says how to build it."""
+    _check(0, count)
+    root = Path(root) if root is not None else cache_root()
+    path = dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
+    if not path.exists():
+        how = shard_rebuild(family_name, protocol, seed, count, tag, scale, root)
+        raise DatasetError(
+            f"{path} does not exist: a dataset built in {count} shards is built shard by "
+            f"shard, then merged: {how}"
+        )
+    family = family if family is not None else get("env", family_name)(seed=seed)
+    return cached(path, get("dataset", protocol)(), family_name, family)
 
 
 def concatenate(parts: list[QualityData]) -> QualityData:

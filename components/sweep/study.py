@@ -124,6 +124,10 @@ class Study:
         ]
         return shards, CollectSpec(f"dataset-{env}-merge", env, self.scale, self.bindings, merge=k)
 
+    def shard_bindings(self) -> tuple[str, ...]:
+        """What a run binds to read the dataset this study built in shards."""
+        return (f"focal.dataset_shards = {self.dataset_shards}",) if self.dataset_shards else ()
+
     def runs(self) -> list[RunSpec]:
         """Every run, recipe-major, then env, then variant, then seed (the order of the index)."""
         variants = self.variants or {"": ()}
@@ -134,7 +138,7 @@ class Study:
                 env=env,
                 seed=seed,
                 scale=self.scale,
-                bindings=(*self.bindings, *extra),
+                bindings=(*self.bindings, *self.shard_bindings(), *extra),
                 plugins=self.plugins,
                 variant=variant,
             )

@@ -4,6 +4,7 @@ study again resumes it and skips the finished runs, and Ray gives the index the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -176,8 +177,17 @@ def test_dataset_built_in_shards_before_the_runs(tmp_path):
         ("dataset-sparse_point_robot-merge", "done"),
     ]
     assert index["runs"][0]["status"] == "done"
-    manifest = store / "sparse_point_robot" / "checkpoints-s0-tiny" / "manifest.json"
+    # a build in shards is another dataset than one in one piece: a tag of its own
+    assert not (store / "sparse_point_robot" / "checkpoints-s0-tiny").exists()
+    manifest = store / "sparse_point_robot" / "checkpoints-s0-tiny-shards2" / "manifest.json"
     assert json.loads(manifest.read_text())["built_in_shards"] == 2
+    # the run says which build it read: name, tag and the manifest's digest
+    record = json.loads(next((tmp_path / "out").rglob("run.json")).read_text())
+    assert record["dataset"] == {
+        "name": "sparse_point_robot/checkpoints-s0-tiny-shards2",
+        "tag": "tiny-shards2",
+        "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(),
+    }
 
 
 def test_a_job_held_by_another_process_is_not_run_twice(tmp_path):

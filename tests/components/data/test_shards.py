@@ -36,7 +36,8 @@ def test_merged_dataset_is_the_shards_task_by_task(tmp_path, tiny_gin):
     arrays = [{q: shard.quality(q) for q in shard.qualities} for shard in shards]  # before merge
     policies = [shard.policies() for shard in shards]
     merged = merge_shards("sparse_point_robot", "checkpoints", 0, 3, root=tmp_path)
-    assert merged.path == dataset_dir(tmp_path, "sparse_point_robot", "checkpoints", 0)
+    assert merged.path == dataset_dir(tmp_path, "sparse_point_robot", "checkpoints", 0, "shards3")
+    assert merged.manifest["tag"] == "shards3" and "--merge 3" in merged.manifest["rebuild"]
     assert merged.manifest["built_in_shards"] == 3
     assert not shard_dir(merged.path, 0, 3).parent.exists()  # shards removed once merged
     assert merged.manifest["settings"] == shards[0].manifest["settings"]
@@ -76,3 +77,11 @@ def test_impossible_shards_are_refused(tmp_path, tiny_gin):
         build_shard("sparse_cheetah_fwd_back", "checkpoints", 0, 2, 3, root=tmp_path)
     with pytest.raises(DatasetError, match="cannot be built in shards"):
         build_shard("sparse_point_robot", "relabeled", 0, 0, 2, root=tmp_path)
+
+
+def test_a_missing_sharded_dataset_is_not_built_in_one_piece(tmp_path, tiny_gin):
+    from components.data.shards import load_merged
+
+    with pytest.raises(DatasetError, match=r"checkpoints-s0-shards2 does not exist.*--merge 2"):
+        load_merged("sparse_point_robot", "checkpoints", 0, 2, root=tmp_path)
+    assert not (tmp_path / "sparse_point_robot" / "checkpoints-s0-shards2").exists()
