@@ -14,7 +14,12 @@ built (the bound focal.family, focal.protocol, focal.data_seed, focal.dataset_ta
 focal.data_root). Datasets live under --out, else $FOCALPP_DATA, else
 ~/.cache/focalpp/datasets. A dataset that exists is validated and reused; `--quality` loads
 and checks only that quality. `--shard I/K` trains the behaviour policies of the I-th of K
-task shards only (components/data/shards.py); `--merge K` joins them into the dataset.
+task shards only (components/data/shards.py); `--merge K` joins them into the dataset (tagged
+`-shards<K>`: another dataset than the build in one piece).
+
+Progress: a bar on a terminal, else (in the background: `nohup ... > build.log &`) a line with
+the rate and the time left every 30 seconds. With `behaviour_sac.resume_every` set (the
+long-build scales set it), a killed build is continued by running the same command again.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import gin
@@ -37,6 +43,7 @@ from components.data.build import describe, ensure_dataset
 from components.data.shards import build_shard, merge_shards
 from components.data.store import MANIFEST, cache_root, load_dataset
 from components.reporting.console import out, run_tool
+from components.reporting.progress import progress_lines
 from registry import FocalppError, get, names
 from registry.recipes import compose_columns
 
@@ -96,6 +103,20 @@ def _shard(text: str) -> tuple[int, int]:
         raise FocalppError(f"--shard {text!r}: expected I/K, e.g. 0/4") from None
 
 
+@contextmanager
+def _progress(label: str):
+    """A live bar with time left on a terminal; elsewhere (nohup, a log file) a plain line
+    with the rate and the ETA every 30 seconds."""
+    if not out.is_terminal:
+        yield progress_lines(label)
+        return
+    columns = ("[progress.description]{task.description}", BarColumn())
+    columns += ("{task.completed}/{task.total} steps", TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=out, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 def execute(args: argparse.Namespace) -> int:
     if args.list:
         list_datasets(args.out or cache_root())
@@ -116,20 +137,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.merge is not None:
         dataset = merge_shards(family, protocol, seed, args.merge, **place)
     else:
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            "{task.completed}/{task.total} steps",
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=out,
-            transient=True,
-        ) as bar:
-            task = bar.add_task(f"behaviour SAC, {family} tasks", total=None)
-
-            def progress(done, total):
-                return bar.update(task, completed=done, total=total)
-
+        with _progress(f"behaviour SAC, {family} tasks") as progress:
             if args.shard:
                 index, count = _shard(args.shard)
                 path = build_shard(family, protocol, seed, index, count, **place, progress=progress)

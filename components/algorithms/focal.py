@@ -19,7 +19,6 @@ summary.md closes the run.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from components.encoders.ema import EMAEncoder
 from components.evaluation.meta_test import MetaTest, MetaTestResult
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
-from components.reporting.console import out
+from components.reporting.progress import progress_lines
 from components.rl.brac import BRAC
 from components.runtime import resolve_device
 from components.transitions import Transitions
@@ -499,12 +498,4 @@ def _name(factory: Callable) -> str:
 
 def _dataset_progress():
     """A callback that prints the dataset build's progress now and then (a build is rare)."""
-    last = [0.0]
-
-    def report(done: int, total: int) -> None:
-        now = time.perf_counter()
-        if now - last[0] > 10 or done == total:
-            last[0] = now
-            out.print(f"building dataset: {done}/{total} behaviour steps")
-
-    return report
+    return progress_lines("building dataset: behaviour SAC", every=10.0)
