@@ -56,16 +56,15 @@ class TaskBatchedSAC(nn.Module):
         self.n_tasks, self.act_dim = n_tasks, act_dim
         self.discount, self.tau, self.reward_scale = discount, tau, reward_scale
         self.target_entropy = -float(act_dim) if target_entropy is None else target_entropy
+        models, width = self.network_layout(n_tasks, obs_dim)
         mlp = dict(hidden=hidden)
-        self.actor = BatchedMLP(
-            n_models=n_tasks, in_features=obs_dim, out_features=2 * act_dim, **mlp
-        )
+        self.actor = BatchedMLP(n_models=models, in_features=width, out_features=2 * act_dim, **mlp)
         # Twin critics as one batched module of 2K models: inputs are repeated, outputs split.
         self.critic = BatchedMLP(
-            n_models=2 * n_tasks, in_features=obs_dim + act_dim, out_features=1, **mlp
+            n_models=2 * models, in_features=width + act_dim, out_features=1, **mlp
         )
         self.critic_target = BatchedMLP(
-            n_models=2 * n_tasks, in_features=obs_dim + act_dim, out_features=1, **mlp
+            n_models=2 * models, in_features=width + act_dim, out_features=1, **mlp
         )
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.requires_grad_(False)
@@ -74,6 +73,11 @@ class TaskBatchedSAC(nn.Module):
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=True)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=True)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr, fused=True)
+
+    def network_layout(self, n_tasks: int, obs_dim: int) -> tuple[int, int]:
+        """(models per network, input width before the action): one model per task, reading
+        the observation."""
+        return n_tasks, obs_dim
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor": self.actor_opt, "critic": self.critic_opt, "alpha": self.alpha_opt}
@@ -98,7 +102,7 @@ class TaskBatchedSAC(nn.Module):
 
     def policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sampled action [K, B, A], its log-probability [K, B], and the mean action [K, B, A]."""
-        mean, log_std = self.actor(obs).chunk(2, dim=-1)
+        mean, log_std = self.actor_output(obs).chunk(2, dim=-1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         pre_tanh = mean + log_std.exp() * torch.randn_like(mean)
         action = torch.tanh(pre_tanh)
@@ -108,6 +112,10 @@ class TaskBatchedSAC(nn.Module):
         # log|d tanh(u)/du| = 2·(log 2 − u − softplus(−2u)), numerically stable
         squash = 2.0 * (math.log(2.0) - pre_tanh - F.softplus(-2.0 * pre_tanh))
         return action, (gaussian - squash).sum(-1), torch.tanh(mean)
+
+    def actor_output(self, obs: torch.Tensor) -> torch.Tensor:
+        """The actor's mean and log-std, [K, B, 2A], for observations [K, B, F]."""
+        return self.actor(obs)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, *, deterministic: bool = False) -> torch.Tensor:
@@ -168,3 +176,64 @@ class TaskBatchedSAC(nn.Module):
             **{k: v.detach() for k, v in losses.items()},
             **info,
         }
+
+
+@register("behaviour_learner", "task_conditioned_sac")
+class TaskConditionedSAC(TaskBatchedSAC):
+    """One soft actor-critic for all K tasks, told the task: its networks read (s, features of
+    the task) and learn from every task's transitions at once (multi-task SAC).
+
+    Where K tasks are alike (target velocities, body parameters) one network shared by all of
+    them learns each far sooner than K independent ones learn theirs, at a K-th of the
+    arithmetic per step — what lets a MuJoCo family's behaviour policies approach expert returns
+    on a CPU (docs/DATASETS.md). Task k's behaviour policy is the network conditioned on task
+    k's features. Same interface, shapes and losses as `TaskBatchedSAC` (each task's loss
+    summed, a temperature per task); only the networks are shared.
+
+    Args:
+        task_features: [K, P] what each task's networks are told; default the one-hot task
+            index. Give features that vary smoothly between tasks (standardised task
+            parameters) so that what is learnt for one task carries to its neighbours.
+        shared: one network for all K (training); False gives each task its own copy (to
+            replay tasks' policies from different checkpoints side by side,
+            `components/data/policies.py`).
+        others: as `TaskBatchedSAC`.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_tasks: int,
+        obs_dim: int,
+        act_dim: int,
+        task_features=None,
+        shared: bool = True,
+        **kwargs,
+    ):
+        features = torch.eye(n_tasks) if task_features is None else torch.as_tensor(task_features)
+        if features.ndim != 2 or len(features) != n_tasks:
+            raise ValueError(
+                f"task_features must be [n_tasks = {n_tasks}, P], got {tuple(features.shape)}"
+            )
+        self.shared, self.n_features = shared, features.shape[1]  # read by network_layout
+        super().__init__(n_tasks=n_tasks, obs_dim=obs_dim, act_dim=act_dim, **kwargs)
+        self.register_buffer("task_features", features.to(torch.float32))
+
+    def network_layout(self, n_tasks: int, obs_dim: int) -> tuple[int, int]:
+        """One model for all tasks (or, not shared, a copy per task) reading (s, features)."""
+        return (1 if self.shared else n_tasks), obs_dim + self.n_features
+
+    def _told(self, x: torch.Tensor) -> torch.Tensor:
+        """[K, B, ·] -> with each task's features appended: [1, K·B, ·] shared, else [K, B, ·]."""
+        k, b, _ = x.shape
+        told = torch.cat([x, self.task_features[:, None, :].expand(k, b, -1)], -1)
+        return told.reshape(1, k * b, -1) if self.shared else told
+
+    def actor_output(self, obs: torch.Tensor) -> torch.Tensor:
+        k, b, _ = obs.shape
+        return self.actor(self._told(obs)).reshape(k, b, -1)
+
+    def q_values(self, net: BatchedMLP, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        k, b, _ = obs.shape
+        x = self._told(torch.cat([obs, action], -1))  # (s, a, features)
+        return net(x.repeat(2, 1, 1)).reshape(2, k, b)

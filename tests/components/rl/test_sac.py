@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
 from components.rl.batched_mlp import BatchedMLP
-from components.rl.sac import TaskBatchedSAC
+from components.rl.sac import TaskBatchedSAC, TaskConditionedSAC
 from components.transitions import Transitions
 
 
@@ -91,7 +92,8 @@ def test_log_prob_matches_torch_distribution():
     assert isinstance(agent, nn.Module)
 
 
-def test_behaviour_sac_learns_point_robot_tasks():
+@pytest.mark.parametrize("conditioned", [False, True])
+def test_behaviour_sac_learns_point_robot_tasks(conditioned):
     import components.envs  # noqa: F401
     from components.data.behaviour import rollout, train_behaviour
     from registry import get
@@ -99,7 +101,11 @@ def test_behaviour_sac_learns_point_robot_tasks():
     torch.manual_seed(0)
     family = get("env", "sparse_point_robot")(seed=0)
     tasks = family.all_tasks()[:4]
-    agent = TaskBatchedSAC(n_tasks=4, obs_dim=2, act_dim=2, hidden=(32, 32), target_entropy=-6.0)
+    sizes = dict(n_tasks=4, obs_dim=2, act_dim=2, hidden=(32, 32), target_entropy=-6.0)
+    if conditioned:  # one network told each task's goal
+        agent = TaskConditionedSAC(task_features=family.task_vectors(tasks), **sizes)
+    else:
+        agent = TaskBatchedSAC(**sizes)
     env = family.make_batched([t for t in tasks for _ in range(5)])
     returns = {}
 
@@ -119,3 +125,37 @@ def test_behaviour_sac_learns_point_robot_tasks():
     )
     # every task's policy improves its dense return by far (the untrained policy wanders)
     assert (returns[600] > returns[0] + 5).all(), returns
+
+
+def test_conditioned_sac_shares_one_network_and_copies_it_per_task():
+    """Every task's loss reaches the one shared network; a per-task copy of it (how a dataset's
+    policies are replayed) acts exactly as the shared one told each task's features."""
+    torch.manual_seed(0)
+    features = torch.randn(3, 4)
+    shared = TaskConditionedSAC(
+        n_tasks=3, obs_dim=2, act_dim=2, hidden=(8,), task_features=features
+    )
+    assert shared.actor.layers[0].weight.shape[0] == 1  # one model
+    batch = Transitions(
+        obs=torch.randn(3, 5, 2), action=torch.rand(3, 5, 2) * 2 - 1, reward=torch.randn(3, 5),
+        sparse_reward=torch.zeros(3, 5), next_obs=torch.randn(3, 5, 2),
+        terminated=torch.zeros(3, 5), truncated=torch.zeros(3, 5),
+    )  # fmt: skip
+    q = shared.q_values(shared.critic, batch.obs, batch.action)
+    assert q.shape == (2, 3, 5)
+    for task in range(3):  # each task's Q reaches the shared critic
+        shared.critic.zero_grad()
+        q[:, task].sum().backward(retain_graph=True)
+        assert shared.critic.layers[0].weight.grad.abs().sum() > 0
+    copies = TaskConditionedSAC(
+        n_tasks=3, obs_dim=2, act_dim=2, hidden=(8,), task_features=features, shared=False
+    )
+    copies.actor.load_state_dict(
+        {k: v.expand(3, *v.shape[1:]) for k, v in shared.actor.state_dict().items()}
+    )
+    obs = torch.randn(3, 7, 2)
+    torch.testing.assert_close(
+        copies.act(obs, deterministic=True), shared.act(obs, deterministic=True)
+    )
+    with pytest.raises(ValueError, match=r"task_features must be \[n_tasks = 3, P\]"):
+        TaskConditionedSAC(n_tasks=3, obs_dim=2, act_dim=2, task_features=torch.zeros(2, 4))
