@@ -15,7 +15,7 @@ import torch
 
 from components.data.store import Dataset, DatasetError
 from components.envs.family import EnvFamily
-from components.rl.sac import TaskBatchedSAC
+from components.rl.sac import TaskBatchedSAC, TaskConditionedSAC
 
 
 def quality_checkpoint(dataset: Dataset, quality: str, task: int) -> int:
@@ -41,13 +41,20 @@ def behaviour_agent(
     if len(tasks) != len(checkpoints) or not tasks:
         raise ValueError(f"one checkpoint per task, got {len(tasks)} tasks, {len(checkpoints)}")
     kept = dataset.policies()
-    agent = TaskBatchedSAC(
+    sizes = dict(
         n_tasks=len(tasks),
         obs_dim=family.obs_dim,
         act_dim=family.act_dim,
         hidden=tuple(kept.hidden),
     )
     rows, columns = torch.as_tensor(list(checkpoints)), torch.as_tensor(list(tasks))
-    state = {k: torch.as_tensor(v)[rows, columns] for k, v in kept.weights.items()}
-    agent.actor.load_state_dict(state)
+    if kept.task_features is None:  # one actor per task
+        agent = TaskBatchedSAC(**sizes)
+    else:  # one conditioned actor: a copy per row, told its task (checkpoints may differ)
+        features = torch.as_tensor(kept.task_features)[columns]
+        agent = TaskConditionedSAC(task_features=features, shared=False, **sizes)
+        columns = torch.zeros_like(columns)
+    agent.actor.load_state_dict(
+        {k: torch.as_tensor(v)[rows, columns] for k, v in kept.weights.items()}
+    )
     return agent

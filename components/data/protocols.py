@@ -26,7 +26,7 @@ import torch
 from components.data.behaviour import Progress, Resume, Rollouts, rollout, train_behaviour
 from components.data.store import DatasetError, Policies, QualityData
 from components.envs.family import EnvFamily
-from components.rl.sac import TaskBatchedSAC
+from components.rl.sac import TaskBatchedSAC, TaskConditionedSAC
 from components.transitions import FIELDS, Transitions
 from registry import register
 from registry.constraints import Count, Fraction, PositiveFloat, PositiveInt, Range, Widths
@@ -41,6 +41,10 @@ class Collected:
     sources: dict[str, list[dict[str, Any]]]
     settings: dict[str, Any]
     policies: Policies | None = None
+
+
+LEARNERS = ("independent", "conditioned")
+EARLIER = {"resume_every": 0, "learner": "independent"}  # left out of manifests at these
 
 
 @register("behaviour", "behaviour_sac")
@@ -64,6 +68,10 @@ class BehaviourSettings:
         resume_every: steps between resume points (0: none): a killed build goes on from the
             last one and gives the same bytes as one never stopped (`behaviour.Resume`; each
             point restarts every episode, so the data differ from a build without them).
+        learner: 'independent' (the reference protocol: one SAC per task, `TaskBatchedSAC`)
+            or 'conditioned' (one SAC for all tasks told each task's standardised parameters,
+            `TaskConditionedSAC`: each task's policy is the network told that task; far
+            cheaper where tasks are many and alike — the MuJoCo long-build scale).
     """
 
     env_steps: PositiveInt = 4_000
@@ -76,18 +84,24 @@ class BehaviourSettings:
     target_entropy: float | None = -6.0
     reward_scale: PositiveFloat = 1.0
     resume_every: Count = 0
+    learner: str = "independent"
+
+    def __post_init__(self):
+        if self.learner not in LEARNERS:
+            raise DatasetError(
+                f"behaviour_sac.learner = {self.learner!r}: expected one of {sorted(LEARNERS)}"
+            )
 
     def settings(self) -> dict[str, Any]:
-        """As recorded in manifests; `resume_every = 0`, how every build without resume points
-        ran, is left out so that their manifests still match."""
-        settings = asdict(self)
-        if not self.resume_every:
-            del settings["resume_every"]
-        return settings
+        """As recorded in manifests; settings at the value every earlier build ran with (no
+        resume points, independent learners) are left out so that their manifests still
+        match."""
+        return {k: v for k, v in asdict(self).items() if k not in EARLIER or EARLIER[k] != v}
 
-    def agent(self, family: EnvFamily, n_tasks: int) -> TaskBatchedSAC:
-        return TaskBatchedSAC(
-            n_tasks=n_tasks,
+    def agent(self, family: EnvFamily, tasks: Sequence[dict[str, Any]]) -> TaskBatchedSAC:
+        """The learner for `tasks` (K of them)."""
+        sizes = dict(
+            n_tasks=len(tasks),
             obs_dim=family.obs_dim,
             act_dim=family.act_dim,
             hidden=tuple(self.hidden),
@@ -96,6 +110,9 @@ class BehaviourSettings:
             target_entropy=self.target_entropy,
             reward_scale=self.reward_scale,
         )
+        if self.learner == "independent":
+            return TaskBatchedSAC(**sizes)
+        return TaskConditionedSAC(task_features=task_features(family, tasks), **sizes)
 
     def train(self, family: EnvFamily, agent: TaskBatchedSAC, tasks, seed: int, **kwargs):
         """`train_behaviour` with this schedule (kwargs: checkpoints, progress, resume)."""
@@ -115,6 +132,15 @@ class BehaviourSettings:
         """Linear decay from `lr` to `lr × final_lr_fraction` over the run."""
         done = min(1.0, step / max(1, self.env_steps))
         return self.lr * (1.0 - (1.0 - self.final_lr_fraction) * done)
+
+
+def task_features(family: EnvFamily, tasks: Sequence[dict[str, Any]]) -> np.ndarray:
+    """What a conditioned learner is told of each task: its parameters standardised over the
+    family's tasks ([K, P], float32; a parameter all tasks share is 0)."""
+    every = family.task_vectors(family.all_tasks())
+    mean, std = every.mean(0), every.std(0)
+    scaled = (family.task_vectors(list(tasks)) - mean) / np.where(std > 0, std, 1.0)
+    return scaled.astype(np.float32)
 
 
 def pack(parts: list[tuple[Transitions, np.ndarray]]) -> QualityData:
@@ -209,7 +235,7 @@ class CheckpointRollouts(_Protocol):
         """`resume`: where a stopped build keeps its state (with `resume_every`)."""
         torch.manual_seed(seed)
         indices, tasks = tasks, _chosen(family, tasks)
-        agent = self.behaviour.agent(family, len(tasks))
+        agent = self.behaviour.agent(family, tasks)
         rollout_env = family.make_batched([t for t in tasks for _ in range(self.episodes)])
         steps = np.linspace(0, self.behaviour.env_steps, self.checkpoints).round().astype(int)
         saved: dict[int, Rollouts] = {}
@@ -248,6 +274,9 @@ class CheckpointRollouts(_Protocol):
             checkpoint_steps=[int(s) for s in steps],
             hidden=[int(h) for h in self.behaviour.hidden],
             weights={k: np.stack([actors[s][k] for s in steps]) for k in actors[steps[0]]},
+            task_features=(
+                agent.task_features.numpy() if isinstance(agent, TaskConditionedSAC) else None
+            ),
         )
         return dataclasses.replace(collected, policies=policies)
 
@@ -312,7 +341,7 @@ class ReplayBufferDump(_Protocol):
         """`resume`: where a stopped build keeps its state (with `resume_every`)."""
         torch.manual_seed(seed)
         indices, tasks = tasks, _chosen(family, tasks)
-        agent = self.behaviour.agent(family, len(tasks))
+        agent = self.behaviour.agent(family, tasks)
         replay = self.behaviour.train(
             family,
             agent,

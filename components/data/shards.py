@@ -99,6 +99,11 @@ def build_shard(
     path = dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
     target = shard_dir(path, index, count)
     builder = get("dataset", protocol)()
+    if getattr(getattr(builder, "behaviour", None), "learner", "independent") != "independent":
+        raise DatasetError(
+            "behaviour_sac.learner = 'conditioned' trains one network on every task together: "
+            "build the dataset in one piece, not in shards"
+        )
     if path.exists():
         return path
     with build_lock(path, f".shard{index}-of-{count}"):

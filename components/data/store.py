@@ -79,11 +79,14 @@ class Policies:
     """The behaviour policies a dataset came from: each task's actor at each checkpoint.
 
     checkpoint_steps: [C] behaviour steps of the checkpoints; hidden: the actors' widths;
-    weights: the task-batched actor's state, each array [C, K, ...] (checkpoint, task)."""
+    weights: the task-batched actor's state, each array [C, K, ...] (checkpoint, task), or,
+    where one conditioned actor served every task, [C, 1, ...] with `task_features` [K, P],
+    what it was told of each task (`TaskConditionedSAC`)."""
 
     checkpoint_steps: list[int]
     hidden: list[int]
     weights: dict[str, np.ndarray]
+    task_features: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,13 @@ class Dataset:
                 "after moving it away"
             )
         weights = {k: _load_array(self.path, f) for k, f in entry["files"].items()}
-        return Policies(list(entry["checkpoint_steps"]), list(entry["hidden"]), weights)
+        features = entry.get("task_features")
+        return Policies(
+            list(entry["checkpoint_steps"]),
+            list(entry["hidden"]),
+            weights,
+            None if features is None else _load_array(self.path, features),
+        )
 
 
 def write_dataset(
@@ -188,6 +197,10 @@ def write_dataset(
                     k: _save_array(tmp, f"policies/{k}.npy", v) for k, v in policies.weights.items()
                 },
             }
+            if policies.task_features is not None:
+                manifest["policies"]["task_features"] = _save_array(
+                    tmp, "policies/task_features.npy", policies.task_features
+                )
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         try:
             tmp.rename(path)

@@ -72,3 +72,36 @@ def test_a_dataset_without_policies_says_how_to_get_them(tiny_dataset):
     assert not older.has_policies and older.quality("expert").length.sum() > 0
     with pytest.raises(DatasetError, match=r"keeps no behaviour policies.*collect\.py"):
         older.policies()
+
+
+def test_a_conditioned_learner_keeps_one_actor_and_what_it_was_told(tmp_path, monkeypatch):
+    """With behaviour_sac.learner = 'conditioned' one network serves every task: the dataset
+    keeps it once per checkpoint with each task's features, and a behaviour agent rebuilt from
+    it acts for (task, checkpoint) exactly as the trained network told that task."""
+    from components.rl.sac import TaskConditionedSAC
+
+    trained = []
+    make = BehaviourSettings.agent
+
+    def keep(self, family, tasks):
+        trained.append(make(self, family, tasks))
+        return trained[0]
+
+    monkeypatch.setattr(BehaviourSettings, "agent", keep)
+    dataset = build_tiny(tmp_path, extra=["behaviour_sac.learner = 'conditioned'"])
+    (agent,) = trained
+    assert isinstance(agent, TaskConditionedSAC)
+    assert dataset.manifest["settings"]["learner"] == "conditioned"
+    kept = dataset.policies()
+    assert all(w.shape[:2] == (3, 1) for w in kept.weights.values())
+    np.testing.assert_array_equal(kept.task_features, agent.task_features.numpy())
+    assert np.allclose(kept.task_features.mean(0), 0, atol=1e-5)  # standardised goals
+    for name, value in agent.actor.state_dict().items():  # the last checkpoint is the trained
+        np.testing.assert_array_equal(kept.weights[name][-1], value.numpy())
+
+    family = get("env", "sparse_point_robot")(seed=0)
+    replay = behaviour_agent(dataset, family, tasks=[7, 3], checkpoints=[2, 2])
+    obs = torch.randn(2, 5, family.obs_dim)
+    expected = agent.act(torch.zeros(100, 5, 2).index_copy(0, torch.tensor([7, 3]), obs),
+                         deterministic=True)[[7, 3]]  # fmt: skip
+    torch.testing.assert_close(replay.act(obs, deterministic=True), expected)

@@ -85,3 +85,13 @@ def test_a_missing_sharded_dataset_is_not_built_in_one_piece(tmp_path, tiny_gin)
     with pytest.raises(DatasetError, match=r"checkpoints-s0-shards2 does not exist.*--merge 2"):
         load_merged("sparse_point_robot", "checkpoints", 0, 2, root=tmp_path)
     assert not (tmp_path / "sparse_point_robot" / "checkpoints-s0-shards2").exists()
+
+
+def test_a_conditioned_learner_is_not_built_in_shards(tmp_path, tiny_gin):
+    gin.parse_config(["behaviour_sac.learner = 'conditioned'"])
+    with pytest.raises(DatasetError, match="one network on every task together"):
+        build_shard("sparse_point_robot", "checkpoints", 0, 0, 2, root=tmp_path)
+    from components.data.protocols import BehaviourSettings
+
+    with pytest.raises(DatasetError, match=r"learner = 'shared': expected one of"):
+        BehaviourSettings(learner="shared")
