@@ -25,7 +25,7 @@ def progress_lines(
     ETA T` at most once per `every` seconds and at the end. The rate counts from the first
     call, so a build that went on from a resume point is not credited with the steps it
     found done."""
-    write = write or out.print
+    write = write or (lambda line: out.print(line, soft_wrap=True))  # one line, never wrapped
     start: list[float | int] = []  # time and count of the first call
     last = [float("-inf")]
 
