@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any, ClassVar, Literal
 
 import gymnasium
@@ -12,6 +13,19 @@ from gymnasium import spaces
 
 from components.envs.family import EnvFamily, Task
 from components.envs.sparse import sparsify
+
+QUIET = ("compiler attribute 'settotalmass' is deprecated",)
+
+
+def _mujoco_warning(text: str) -> None:
+    """MuJoCo's warnings as it prints them, less the deprecation notice of `settotalmass`:
+    gymnasium's half_cheetah.xml uses that attribute (it still works), and MuJoCo says so at
+    every compile — hundreds of identical lines for one batched family."""
+    if not text.startswith(QUIET):
+        sys.stderr.write(f"WARNING: {text}\n")
+
+
+mujoco.set_mju_user_warning(_mujoco_warning)
 
 
 class TaskEnvMixin:

@@ -129,3 +129,16 @@ def test_vector_batched_env_freezes_ended_episodes(make_env):
                 np.testing.assert_allclose(step.obs[i], finals[i])
     assert any(t is not None and t < family.horizon - 1 for t in ended_at)  # random walkers fall
     batch.close()
+
+
+def test_mujoco_deprecation_notices_of_the_shipped_models_are_not_repeated(capfd):
+    """gymnasium's half_cheetah.xml makes MuJoCo print a `settotalmass` deprecation notice at
+    every compile; that one is dropped, any other MuJoCo warning still reaches stderr."""
+    from components.envs.task_env import _mujoco_warning
+
+    family = get("env", "sparse_cheetah_vel")(seed=0)
+    family.make_batched(family.all_tasks()[:3]).close()
+    _mujoco_warning("Nan, Inf or huge value in QACC at DOF 0")
+    err = capfd.readouterr().err
+    assert "settotalmass" not in err
+    assert "WARNING: Nan, Inf or huge value in QACC at DOF 0" in err
