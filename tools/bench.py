@@ -137,7 +137,7 @@ def sequential_task_seconds(family, task, protocol: CheckpointRollouts, seed: in
     """Seconds to train one task's behaviour SAC alone, with its checkpoint rollouts."""
     torch.manual_seed(seed)
     behaviour = protocol.behaviour
-    agent = behaviour.agent(family, 1)
+    agent = behaviour.agent(family, [task])
     env = family.make_batched([task] * protocol.episodes)
     steps = np.linspace(0, behaviour.env_steps, protocol.checkpoints).round().astype(int).tolist()
     start = time.perf_counter()
@@ -159,7 +159,7 @@ def update_anatomy(family, behaviour, n_tasks: int, quick: bool) -> dict:
     torch.manual_seed(0)
 
     def step_ms(k: int) -> tuple[float, Callable[[], object]]:
-        agent = behaviour.agent(family, k)
+        agent = behaviour.agent(family, family.all_tasks()[:k])
         replay = TaskReplay(
             n_tasks=k, capacity=1_000, obs_dim=family.obs_dim, act_dim=family.act_dim
         )
