@@ -81,6 +81,14 @@ def _check(index: int, count: int) -> None:
         )
 
 
+def _place(index, count, family_name, protocol, seed, root, tag) -> tuple[Path, Path]:
+    """The store root and the merged dataset's directory of a build in `count` shards (the
+    shard `index` checked)."""
+    _check(index, count)
+    root = Path(root) if root is not None else cache_root()
+    return root, dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
+
+
 def build_shard(
     family_name: str,
     protocol: str,
@@ -94,9 +102,7 @@ def build_shard(
     progress: Progress | None = None,
 ) -> Path:
     """Build shard `index` of `count` unless it (or the merged dataset) exists; its path."""
-    _check(index, count)
-    root = Path(root) if root is not None else cache_root()
-    path = dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
+    root, path = _place(index, count, family_name, protocol, seed, root, tag)
     target = shard_dir(path, index, count)
     builder = get("dataset", protocol)()
     if getattr(getattr(builder, "behaviour", None), "learner", "independent") != "independent":
@@ -144,9 +150,7 @@ def merge_shards(
     scale: str | None = None,
 ) -> Dataset:
     """Concatenate the `count` shards into the dataset (validated first), then remove them."""
-    _check(0, count)
-    root = Path(root) if root is not None else cache_root()
-    path = dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
+    root, path = _place(0, count, family_name, protocol, seed, root, tag)
     builder = get("dataset", protocol)()
     family = get("env", family_name)(seed=seed)
     if path.exists():
@@ -201,9 +205,7 @@ def load_merged(
 ) -> Dataset:
     """The dataset built in `count` shards, checked like any cached one; never built here (a
     build in one piece would not be it): a missing one says how to build it."""
-    _check(0, count)
-    root = Path(root) if root is not None else cache_root()
-    path = dataset_dir(root, family_name, protocol, seed, sharded_tag(tag, count))
+    root, path = _place(0, count, family_name, protocol, seed, root, tag)
     if not path.exists():
         how = shard_rebuild(family_name, protocol, seed, count, tag, scale, root)
         raise DatasetError(
