@@ -21,6 +21,12 @@ from components.runtime import tune_allocator  # noqa: E402
 tune_allocator()  # as the tools do
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_precision_cache(tmp_path_factory):
+    """Runs that time their precision write to a cache of the test session's, not the user's."""
+    os.environ["FOCALPP_CACHE"] = str(tmp_path_factory.mktemp("focalpp-cache"))
+
+
 @pytest.fixture(autouse=True)
 def _clean_gin():
     gin.clear_config()

@@ -6,12 +6,16 @@ Sections (figures go to --figures DIR when given):
   train    the machine's fp32 / bf16 matmul peak, then one training step (median ms) of
            (a) focal at the FOCAL reference's Sparse-Point-Robot sizes, (b) the same with the
            reference's equal work, (c) every row and baseline at the CPU scale, (d) focalpp
-           at the reference's sizes; fp32 and bf16 autocast; FLOPs and fraction of the peak
+           at the FOCAL++ paper's sizes; fp32 and bf16 autocast; FLOPs and fraction of the
+           peak; "× (b)": (b)'s time in the same run over the row's
+  encoder  FOCAL++'s context encoder at the paper's sizes: query and key passes, and the
+           sequence-wise branch by this project's layer and by PyTorch's; fraction of peak
+  precision  fp32 vs bf16 on four steps of different size, and what 'auto' picks
   eval     the meta-test of all Sparse-Point-Robot test tasks, full protocol
   memory   peak resident memory of a run at the reference's sizes
   scaling  step time as meta-batch T, context batch E and latent Z grow (+ PNGs)
-  quality  wall time from an empty dataset store to the paper's FOCAL++ return (CPU scale;
-           minutes; not in the default sections)
+  quality  wall time from an empty dataset store to the paper's FOCAL++ return on the
+           paper-comparable metric (CPU scale; minutes; not in the default sections)
   collect  all Sparse-Point-Robot behaviour policies trained and their rollouts saved, from a
            clean store, against a few tasks trained one after another (extrapolated to all);
            dataset quality (mean returns of random / medium / expert)
@@ -19,15 +23,15 @@ Sections (figures go to --figures DIR when given):
         batched (point robots: one numpy array op; MuJoCo: gymnasium vector envs, in-process
         "sync" and subprocess "async")
 
-`--quick` runs every section at smoke-test size (the figures then mean nothing).
+`--quick` runs every section at smoke-test size (the figures then mean nothing). The report
+names the machine (CPU model, vector and matrix units, bf16 support, torch threads): timings
+and ratios hold for that machine only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -41,6 +45,7 @@ from rich.console import Console
 from rich.table import Table
 
 import components.envs  # noqa: F401  (registers the families)
+import components.machine as machine
 from components.benchmarks.limits import count_flops
 from components.benchmarks.sections import SECTIONS as TRAINING_SECTIONS
 from components.data.behaviour import rollout
@@ -264,16 +269,6 @@ SECTIONS: dict[str, Callable[[bool, Path | None], list[dict]]] = {
 DEFAULT = [name for name in SECTIONS if name != "quality"]
 
 
-def machine() -> dict:
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cpus": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "platform": platform.platform(),
-    }
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     tune_allocator()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -284,7 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.figures:
         args.figures.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine(), "quick": args.quick, "sections": {}}
+    report = {"machine": machine.describe(), "quick": args.quick, "sections": {}}
+    console.print(f"machine: {machine.summary(report['machine'])}")
     for section in args.sections:
         report["sections"][section] = SECTIONS[section](args.quick, args.figures)
         if args.json:  # after each section: a long benchmark stopped midway keeps its results

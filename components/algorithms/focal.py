@@ -19,6 +19,7 @@ summary.md closes the run.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,9 @@ class FocalTrainer:
             learning rate falls from its set value to `lr_floor` times it over the schedule
             (a function of the step, so resume stays exact).
         lr_floor: the final fraction of each learning rate under `lr_decay`.
-        precision: 'fp32', or 'bf16' for bfloat16 autocast of the training step (faster where
-            the device has bf16 matrix units; docs/PERFORMANCE.md has measurements).
+        precision: 'auto' (the default: bf16 autocast where timing the run's own step shows
+            it faster with the same losses, else fp32; components/algorithms/precision.py),
+            'fp32', or 'bf16' (docs/PERFORMANCE.md has measurements).
         compile: `torch.compile` the encoder's and the agent's networks (in place: checkpoint
             keys do not change).
     """
@@ -133,7 +135,7 @@ class FocalTrainer:
         progress: bool = True,
         lr_decay: str | None = None,
         lr_floor: Fraction = 0.0,
-        precision: str = "fp32",
+        precision: str = "auto",
         compile: bool = False,
     ):
         check_arguments("focal", FocalTrainer.__init__, locals())
@@ -441,6 +443,18 @@ class FocalTrainer:
         self.encoder_opt.load_state_dict(state["optimizers"]["encoder"])
         for name, opt in self.agent.optimizers().items():
             opt.load_state_dict(state["optimizers"][f"agent.{name}"])
+
+    def size_key(self) -> str:
+        """The step's sizes: the batch sizes and every network's parameter shapes (the
+        precision cache measures each size once per machine)."""
+        state = self.parts_state()
+        shapes = [
+            f"{part}.{name}:{tuple(t.shape)}"
+            for part in ("encoder", "objective", "agent")
+            for name, t in (state[part] or {}).items()
+        ]
+        sizes = f"{type(self).__name__} T{self.meta_batch} E{self.context_batch} B{self.rl_batch}"
+        return f"{sizes} {hashlib.sha256(' '.join(shapes).encode()).hexdigest()[:16]}"
 
     def generators(self) -> dict[str, torch.Generator]:
         """The random generators of its own that a checkpoint keeps."""

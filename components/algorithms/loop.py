@@ -11,6 +11,10 @@ loop does the rest, the same for every algorithm:
         every checkpoint_every steps (between meta-tests): finite? → checkpoint
     the final meta-test → checkpoint → eval.json, summary.md
 
+Before the first step the loop settles the step's precision (`precision.choose`: 'auto' may
+time a few steps of each precision from the learner's state and put it back as it was), prints
+it and records it in run.json and in every checkpoint; a resumed run keeps its choice.
+
 A checkpoint holds the learner's state (its networks and optimisers) beside the loop's: the
 step, the configuration's fingerprint, every random state (Python, NumPy, torch and the
 learner's own generators), the metric sums since the last record, the number of records and
@@ -19,6 +23,7 @@ the training time so far; resuming restores all of them, so a resumed run contin
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -34,6 +39,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from components.algorithms.precision import AUTO, PRECISIONS, PrecisionChoice, Trial, choose
 from components.evaluation.meta_test import MetaTestResult
 from components.reporting.checkpoint import (
     CHECKPOINT,
@@ -50,7 +56,6 @@ from components.reporting.metrics import MetricsLog
 from components.reporting.run_dir import atomic_write_text
 from registry import FocalppError, RecipeError, RunContext
 
-PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
 # progress p in [0, 1] -> learning-rate factor before the floor
 LR_DECAYS: dict[str | None, Callable[[float], float]] = {
     None: lambda p: 1.0,
@@ -79,6 +84,7 @@ class Learner(Protocol):
     def load_parts_state(self, state: dict[str, Any]) -> None: ...
     def summary(self, result: MetaTestResult, seconds: float) -> str: ...
     def close(self) -> None: ...
+    def size_key(self) -> str: ...  # the step's sizes, for the precision cache
 
 
 class TrainingLoop:
@@ -103,9 +109,9 @@ class TrainingLoop:
                 f"focal.lr_decay = {lr_decay!r}: expected None or one of "
                 f"{sorted(k for k in LR_DECAYS if k)}"
             )
-        if precision not in PRECISIONS:
+        if precision not in (*PRECISIONS, AUTO):
             raise RecipeError(
-                f"focal.precision = {precision!r}: expected one of {sorted(PRECISIONS)}"
+                f"focal.precision = {precision!r}: expected one of {sorted([*PRECISIONS, AUTO])}"
             )
         self.run_context = run
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
@@ -117,6 +123,7 @@ class TrainingLoop:
             device,
         )
         self.step = 0
+        self.choice: PrecisionChoice | None = None  # run() settles 'auto'
         # run() fills these; set here so a built algorithm can already report its state
         self._fingerprint: str | None = None
         self._sums: dict[str, torch.Tensor] = {}
@@ -125,10 +132,42 @@ class TrainingLoop:
         self._resume_log: tuple[int, int] | None = None
 
     # --- one step ---------------------------------------------------------------------------
-    def autocast(self):
-        """The training step's numeric precision (a no-op context for fp32)."""
-        dtype = PRECISIONS[self.precision]
+    def autocast(self, precision: str | None = None):
+        """The training step's numeric precision (a no-op context for fp32): `precision`, else
+        the run's choice, else the requested one ('auto' not settled yet: fp32)."""
+        if precision is None:
+            precision = self.choice.precision if self.choice else self.precision
+        dtype = PRECISIONS.get(precision)
         return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
+
+    def settle_precision(self, learner: Learner) -> PrecisionChoice:
+        """The run's precision: as asked, or for 'auto' chosen by `precision.choose`."""
+        self.choice = choose(
+            self.precision, self.device, learner.size_key(), lambda p: self.trial(learner, p)
+        )
+        return self.choice
+
+    def trial(self, learner: Learner, precision: str, seconds: float = 0.5) -> Trial:
+        """Time the learner's step in `precision` (one warm-up step, whose losses are kept, then
+        at least two steps and about `seconds`), then put back its networks, optimisers and
+        random states: the run goes on as if nothing had happened."""
+        saved = {"step": self.step, **copy.deepcopy(learner.parts_state())}
+        rng = rng_state(learner.generators())
+        try:
+            with self.autocast(precision):
+                first = learner.train_step()
+            losses = {k: float(v) for k, v in first.items() if k.startswith("loss_")}
+            steps, start = 0, time.perf_counter()
+            while steps < 2 or time.perf_counter() - start < seconds:
+                with self.autocast(precision):
+                    last = learner.train_step()
+                steps += 1
+            float(next(iter(last.values()), torch.zeros(())))  # wait for the device
+            ms = (time.perf_counter() - start) / steps * 1e3
+        finally:
+            learner.load_parts_state(saved)
+            restore_rng_state(rng, learner.generators())
+        return Trial(ms, losses)
 
     def set_learning_rates(self, optimizers: list[torch.optim.Optimizer]) -> None:
         """Every optimiser's learning rate for the coming step under `lr_decay`."""
@@ -151,6 +190,7 @@ class TrainingLoop:
             "pending_metrics": dict(self._sums),
             "metrics_records": self._log.count if self._log else 0,
             "train_seconds": self.seconds(),
+            "precision": self.choice.to_dict() if self.choice else None,
         }
 
     def restore(self, learner: Learner, state: dict[str, Any]) -> None:
@@ -160,6 +200,8 @@ class TrainingLoop:
         restore_rng_state(state["rng"], learner.generators())
         self._sums = dict(state["pending_metrics"])
         self._seconds_before = state["train_seconds"]
+        if state.get("precision"):  # none in checkpoints from before 'auto': as requested
+            self.choice = PrecisionChoice(**state["precision"])
         records = state["metrics_records"]
         if self.step == self.steps:  # stopped after the final meta-test: it is run again
             records -= 1
@@ -181,6 +223,10 @@ class TrainingLoop:
             remove_stale_temporaries(run_dir)
             self.restore(learner, load_checkpoint(run_dir, fingerprint=self._fingerprint))
             out.print(f"resuming at step {self.step} of {self.steps}")
+        if self.choice is None:
+            self.settle_precision(learner)
+        out.print(self.choice.describe())
+        _record(run_dir, "precision", self.choice.to_dict())
         self._started = time.perf_counter()
         self._log = log = MetricsLog(run_dir, resume=self._resume_log)
         eval_at = learner.evaluation_steps()
@@ -256,6 +302,15 @@ class TrainingLoop:
             f"{bad} became {float(losses[bad])} in steps {since}-{self.step}; training stopped and "
             f"{kept}. Lower the learning rates or the reward scale of the recipe"
         )
+
+
+def _record(run_dir, key: str, value: Any) -> None:
+    """Add `key` to the run's run.json (where the run has one: tools/run.py writes it)."""
+    path = run_dir / "run.json"
+    if path.is_file():
+        record = json.loads(path.read_text())
+        if record.get(key) != value:
+            atomic_write_text(path, json.dumps({**record, key: value}, indent=1))
 
 
 def _progress(enabled: bool) -> Progress:

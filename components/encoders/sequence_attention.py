@@ -3,7 +3,9 @@
 The tokens of a transition (its numbers, or its s, a, s′, r) attend to each other, so the encoder
 can model correlations inside (s, a, s′, r) that a per-transition MLP mixes only linearly. Each
 transition is a sequence of L ≥ 2 tokens, never a single token (SPEC §4: a one-token sequence
-would make attention a linear map).
+would make attention a linear map). The blocks are PyTorch's `TransformerEncoderLayer`s (their
+parameters, their checkpoint keys), computed by `short_attention.encoder_layer`, which is
+written for many short sequences.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from components.encoders.short_attention import check_layer, encoder_layer
 from components.encoders.tokenizers import ComponentTokenizer
 from registry import register
 from registry.constraints import Fraction, PositiveInt
@@ -49,6 +52,7 @@ class SequenceAttentionEncoder(nn.Module):
         layer = nn.TransformerEncoderLayer(
             d_model, heads, dim_feedforward=2 * d_model, dropout=dropout, batch_first=True
         )
+        check_layer(layer)
         self.blocks = nn.TransformerEncoder(layer, blocks, enable_nested_tensor=False)
         self.head = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, latent_dim), nn.Tanh())
 
@@ -56,7 +60,9 @@ class SequenceAttentionEncoder(nn.Module):
         """Per-token outputs [T, B, L, D] (for analysis and tests)."""
         t = context.shape[0]
         x = rearrange(self.tokenizer(context), "t b l d -> (t b) l d")
-        return rearrange(self.blocks(x), "(t b) l d -> t b l d", t=t)
+        for layer in self.blocks.layers:
+            x = encoder_layer(layer, x)
+        return rearrange(x, "(t b) l d -> t b l d", t=t)
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         return self.head(self.tokens(context).mean(-2))  # [T, B, Z]

@@ -11,6 +11,8 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
     assert report["quick"] is True and report["machine"]["cpus"] >= 1
+    assert report["machine"]["cpu"] and report["machine"]["vector_units"]
+    assert report["machine"]["torch_threads"] >= 1 and "bf16_units" in report["machine"]
     rows = {row["family"]: row for row in report["sections"]["env"]}
     assert len(rows) >= 6
     for row in rows.values():
@@ -31,12 +33,22 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
         "(a) focal, reference sizes",
         "(b) focal, reference sizes, equal work",
         "(c) mbml student",
-        "(d) focalpp, reference sizes",
+        "(d) focalpp, paper sizes",
     }
     assert expected <= {config for config, _ in steps}
     assert all(row["ms_per_step"] > 0 for row in steps.values())
     counted = steps[("(a) focal, reference sizes", "fp32")]
     assert counted["gflop_per_step"] > 0 and counted["fraction_of_matmul_peak"] > 0
+    # ratios only against the equal-work configuration of the same run
+    equal = steps[("(b) focal, reference sizes, equal work", "fp32")]
+    assert equal["speedup_vs_equal_work"] == 1.0
+    assert counted["speedup_vs_equal_work"] == equal["ms_per_step"] / counted["ms_per_step"]
+    assert "speedup_vs_equal_work" not in steps[("(d) focalpp, paper sizes", "fp32")]
+    encoder = {row["pass"]: row for row in report["sections"]["encoder"]}
+    assert len(encoder) == 4 and all(r["ms"] > 0 and r["gflop"] > 0 for r in encoder.values())
+    precision = report["sections"]["precision"]
+    assert len(precision) == 4 and all(r["fp32_ms"] > 0 and r["bf16_ms"] > 0 for r in precision)
+    assert all(r["auto"].split()[0] in ("fp32", "bf16") for r in precision)
     assert {row["config"] for row in report["sections"]["eval"]} == {"reference sizes", "cpu scale"}
     assert all(row["seconds"] > 0 for row in report["sections"]["eval"])
     assert all(row["peak_rss_gib"] > 0.1 for row in report["sections"]["memory"])

@@ -1,0 +1,136 @@
+"""The training step's numeric precision, chosen by the machine: `focal.precision = 'auto'`.
+
+bf16 autocast halves a large step on CPUs with bf16 matrix units (AMX, AVX-512 BF16) and on
+GPUs, but it is several times slower where bf16 is emulated and slows small steps everywhere
+(docs/PERFORMANCE.md). So 'auto' does not guess: on a CPU without bf16 units it takes fp32;
+otherwise it times a few fp32 and bf16 steps of the run's own step from the same state and the
+same random draws, and takes bf16 only where it is faster and its first step's losses agree
+with fp32's within `LOSS_RTOL`. The measurement is cached per machine and step size (the
+networks' shapes and batch sizes), so later runs of that size start at once. On CUDA, fp32
+matrix products use TF32 (`torch.set_float32_matmul_precision('high')`, as PyTorch
+recommends for training) under 'auto'; an explicit 'fp32' keeps full fp32.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+import components.machine as machine
+from components.reporting.run_dir import atomic_write_text
+
+AUTO = "auto"
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
+LOSS_RTOL = 0.05  # bf16 keeps 8 bits of mantissa: one step's losses agree within about 2%
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One precision's measured step: milliseconds per step and the first step's losses."""
+
+    ms_per_step: float
+    losses: dict[str, float]
+
+
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """The precision a run trains in, what was asked for, and why."""
+
+    precision: str
+    requested: str
+    reason: str
+    bf16_speedup: float | None = None  # fp32 ms / bf16 ms per step, where measured
+    loss_gap: float | None = None  # the largest relative difference of the first losses
+
+    def describe(self) -> str:
+        return f"precision: {self.precision} ({self.reason})"
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def cache_file() -> Path:
+    """$FOCALPP_CACHE/precision.json, else <user cache dir>/focalpp/precision.json."""
+    root = os.environ.get("FOCALPP_CACHE")
+    if root is None:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "focalpp"
+    return Path(root).expanduser() / "precision.json"
+
+
+def machine_key(device: torch.device, size_key: str) -> str:
+    """The cache key: this machine, this torch, and the step's sizes."""
+    if device.type == "cuda":
+        where = torch.cuda.get_device_name(device)
+    else:
+        where = f"{machine.cpu_model()} {machine.vector_units()} x{torch.get_num_threads()}"
+    raw = f"{where}|torch {torch.__version__}|{device.type}|{size_key}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def choose(
+    requested: str,
+    device: torch.device,
+    size_key: str,
+    trial: Callable[[str], Trial],
+    *,
+    cache: Path | None = None,
+    bf16_units: bool | None = None,
+) -> PrecisionChoice:
+    """The precision for a run that asked for `requested` ('fp32', 'bf16' or 'auto');
+    `trial(precision)` measures the run's step in a precision and leaves its state as it was.
+    `bf16_units`: whether the CPU has them (default: read from the CPU's flags)."""
+    if requested != AUTO:
+        return PrecisionChoice(requested, requested, "set by focal.precision")
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return PrecisionChoice("fp32", AUTO, "this GPU has no bf16; fp32 with TF32")
+    if bf16_units is None:
+        bf16_units = machine.bf16_units()
+    if device.type == "cpu" and bf16_units is False:
+        units = machine.vector_units()
+        return PrecisionChoice("fp32", AUTO, f"no bf16 units on this CPU ({units})")
+    path = cache or cache_file()
+    key = machine_key(device, size_key)
+    known = _read(path)
+    if key in known:
+        return PrecisionChoice(**{**known[key], "reason": known[key]["reason"] + ", cached"})
+    choice = measured(trial("fp32"), trial("bf16"))
+    known = _read(path)  # another run may have written meanwhile
+    known[key] = choice.to_dict()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(known, indent=1, sort_keys=True))
+    return choice
+
+
+def measured(fp32: Trial, bf16: Trial) -> PrecisionChoice:
+    """bf16 where it is faster and its losses agree with fp32's, else fp32."""
+    speedup = fp32.ms_per_step / bf16.ms_per_step
+    gaps = [
+        abs(bf16.losses.get(k, float("nan")) - v) / max(abs(v), 1.0) for k, v in fp32.losses.items()
+    ]
+    gap = max(gaps, default=0.0)
+    gap = gap if gap == gap else float("inf")  # a NaN loss in bf16: no agreement
+    timed = f"bf16 {bf16.ms_per_step:.1f} ms vs fp32 {fp32.ms_per_step:.1f} ms per step"
+    if speedup <= 1.0:
+        reason = f"measured: {timed}"
+        return PrecisionChoice("fp32", AUTO, reason, round(speedup, 3), round(gap, 4))
+    if gap > LOSS_RTOL:
+        reason = f"measured: {timed}, but losses differ by {gap:.1%} (> {LOSS_RTOL:.0%})"
+        return PrecisionChoice("fp32", AUTO, reason, round(speedup, 3), round(gap, 4))
+    reason = f"measured: {timed}, losses within {gap:.1%}"
+    return PrecisionChoice("bf16", AUTO, reason, round(speedup, 3), round(gap, 4))
+
+
+def _read(path: Path) -> dict:
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):  # none yet, or unreadable: measure again and rewrite it
+        return {}
+    return known if isinstance(known, dict) else {}

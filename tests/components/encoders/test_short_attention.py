@@ -1,0 +1,66 @@
+"""The short-sequence transformer layer computes PyTorch's `TransformerEncoderLayer`, and its
+dropout drops with the asked probability."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from components.encoders.sequence_attention import SequenceAttentionEncoder
+from components.encoders.short_attention import check_layer, encoder_layer, random_bits_dropout
+
+
+def layers(dropout: float) -> nn.TransformerEncoder:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=dropout, batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+
+@pytest.mark.parametrize(("dropout", "train"), [(0.1, False), (0.0, True)])
+def test_the_layer_computes_pytorchs_outputs_and_gradients(dropout, train):
+    reference = layers(dropout).train(train)
+    x = torch.randn(64, 4, 32, requires_grad=True)
+    expected = reference(x)
+    got = x
+    for layer in reference.layers:
+        got = encoder_layer(layer, got)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    weights = torch.randn_like(expected)
+    grads = torch.autograd.grad((expected * weights).sum(), [x, *reference.parameters()])
+    mine = torch.autograd.grad((got * weights).sum(), [x, *reference.parameters()])
+    for a, b in zip(mine, grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_encoder_gives_the_numbers_of_its_pytorch_blocks():
+    """The FOCAL++ branch on fixed inputs: its tokens through its own blocks, as before."""
+    torch.manual_seed(0)
+    encoder = SequenceAttentionEncoder(sizes=(2, 2, 2, 1), latent_dim=5, d_model=32, heads=4).eval()
+    context = torch.randn(3, 16, 7)
+    x = encoder.tokenizer(context).flatten(0, 1)
+    before = encoder.head(encoder.blocks(x).mean(-2)).view(3, 16, 5)
+    torch.testing.assert_close(encoder(context), before, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_drops_p_of_the_elements_and_keeps_the_expectation():
+    torch.manual_seed(0)
+    x = torch.ones(400, 1000, requires_grad=True)
+    y = random_bits_dropout(x, 0.1, True)
+    kept = y != 0
+    assert kept.float().mean().item() == pytest.approx(0.9, abs=0.003)
+    assert y.mean().item() == pytest.approx(1.0, abs=0.005)
+    assert torch.unique(y[kept]).tolist() == pytest.approx([65536 / (65536 - 6554)])
+    (grad,) = torch.autograd.grad(y.sum(), x)
+    torch.testing.assert_close(grad, y.detach())  # the same mask, the same scale
+    torch.manual_seed(0)
+    assert torch.equal(random_bits_dropout(x, 0.1, True), y)  # a seeded run repeats itself
+    assert random_bits_dropout(x, 0.1, False) is x and random_bits_dropout(x, 0.0, True) is x
+    assert not random_bits_dropout(x, 1.0, True).any()
+
+
+def test_layers_it_does_not_compute_are_refused():
+    with pytest.raises(ValueError, match="norm_first=False"):
+        check_layer(nn.TransformerEncoderLayer(8, 2, 16, norm_first=True, batch_first=True))
+    with pytest.raises(ValueError, match="activation='relu'"):
+        check_layer(nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", batch_first=True))
