@@ -42,6 +42,13 @@ class _MaskedScale(torch.autograd.Function):
         return torch.where(keep, grad, 0.0).mul_(ctx.scale), None, None
 
 
+def _keep_mask(x: torch.Tensor, drop: int) -> torch.Tensor:
+    """True with probability 1 − drop / 65536 per element: four 16-bit draws per 64-bit word."""
+    n = x.numel()
+    words = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)
+    return words.view(torch.int16)[:n].view(x.shape) >= drop - STEPS // 2
+
+
 def random_bits_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """Dropout whose mask comes from four 16-bit draws per 64-bit random word (CPU); on other
     devices, `F.dropout`. Both draw from torch's generator, so a seeded run repeats itself."""
@@ -52,10 +59,34 @@ def random_bits_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tens
     drop = round(p * STEPS)
     if drop >= STEPS:
         return torch.zeros_like(x)
-    n = x.numel()
-    words = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)
-    keep = words.view(torch.int16)[:n].view(x.shape) >= drop - STEPS // 2
-    return _MaskedScale.apply(x, keep, STEPS / (STEPS - drop))
+    return _MaskedScale.apply(x, _keep_mask(x, drop), STEPS / (STEPS - drop))
+
+
+class _ReluDropout(torch.autograd.Function):
+    """dropout(relu(h)) keeping only its output: where it is positive, h was positive and the
+    element was kept, and everywhere else the gradient is 0, so the output alone gives the
+    backward pass (the next linear layer keeps the same tensor: no extra memory)."""
+
+    @staticmethod
+    def forward(ctx, h: torch.Tensor, keep: torch.Tensor, scale: float) -> torch.Tensor:
+        out = torch.where(keep, h, 0.0).relu_().mul_(scale)
+        ctx.save_for_backward(out)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (out,) = ctx.saved_tensors
+        return torch.where(out > 0, grad, 0.0).mul_(ctx.scale), None, None
+
+
+def relu_dropout(h: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """`random_bits_dropout(F.relu(h), p, training)`, with the same random draws, keeping
+    half the activations for the backward pass."""
+    drop = round(p * STEPS)
+    if not training or p == 0.0 or h.device.type != "cpu" or drop >= STEPS:
+        return random_bits_dropout(F.relu(h), p, training)
+    return _ReluDropout.apply(h, _keep_mask(h, drop), STEPS / (STEPS - drop))
 
 
 def self_attention(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:
@@ -81,7 +112,7 @@ def encoder_layer(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.T
     """`layer(x)` for a post-norm ReLU layer (PyTorch's defaults, as the encoder builds it)."""
     training = layer.training
     x = layer.norm1(x + random_bits_dropout(self_attention(layer, x), layer.dropout1.p, training))
-    hidden = random_bits_dropout(F.relu(layer.linear1(x)), layer.dropout.p, training)
+    hidden = relu_dropout(layer.linear1(x), layer.dropout.p, training)
     return layer.norm2(x + random_bits_dropout(layer.linear2(hidden), layer.dropout2.p, training))
 
 

@@ -8,7 +8,12 @@ import torch
 from torch import nn
 
 from components.encoders.sequence_attention import SequenceAttentionEncoder
-from components.encoders.short_attention import check_layer, encoder_layer, random_bits_dropout
+from components.encoders.short_attention import (
+    check_layer,
+    encoder_layer,
+    random_bits_dropout,
+    relu_dropout,
+)
 
 
 def layers(dropout: float) -> nn.TransformerEncoder:
@@ -57,6 +62,19 @@ def test_dropout_drops_p_of_the_elements_and_keeps_the_expectation():
     assert torch.equal(random_bits_dropout(x, 0.1, True), y)  # a seeded run repeats itself
     assert random_bits_dropout(x, 0.1, False) is x and random_bits_dropout(x, 0.0, True) is x
     assert not random_bits_dropout(x, 1.0, True).any()
+
+
+def test_relu_then_dropout_in_one_step_gives_the_same_numbers_and_gradients():
+    h = torch.randn(300, 64, requires_grad=True)
+    weights = torch.randn(300, 64)
+    torch.manual_seed(3)
+    fused = relu_dropout(h, 0.1, True)
+    (fused_grad,) = torch.autograd.grad((fused * weights).sum(), h)
+    torch.manual_seed(3)
+    apart = random_bits_dropout(torch.relu(h), 0.1, True)
+    (apart_grad,) = torch.autograd.grad((apart * weights).sum(), h)
+    assert torch.equal(fused, apart) and torch.equal(fused_grad, apart_grad)
+    assert 0.4 < (fused > 0).float().mean() < 0.5  # half positive, a tenth of those dropped
 
 
 def test_layers_it_does_not_compute_are_refused():
