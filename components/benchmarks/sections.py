@@ -8,7 +8,6 @@ smoke-test sizes (the tiny scale), where the figures mean nothing.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from rich.table import Table
 
 from components.benchmarks.encoder import bench_encoder, bench_precision
 from components.benchmarks.limits import matmul_peak
+from components.benchmarks.quality import bench_quality
 from components.benchmarks.training import (
     EQUAL_WORK,
     PAPER_SPR,
@@ -33,7 +33,7 @@ from components.benchmarks.training import (
     sweep_step_ms,
 )
 from components.reporting import figures
-from components.reporting.paper import ROWS, TABLE1
+from components.reporting.paper import ROWS
 
 console = Console(highlight=False, width=max(120, Console().width))
 ROOT = Path(__file__).resolve().parents[2]
@@ -356,73 +356,6 @@ def scaling_figures(rows: list[dict], figures_dir: Path) -> list[Path]:
             )
         )
     return written
-
-
-def bench_quality(quick: bool, figures_dir: Path | None = None) -> list[dict]:
-    """Wall time from an empty dataset store to a Sparse-Point-Robot FOCAL++ meta-test return
-    at the paper's (12.96) on the paper-comparable metric, CPU scale, meta-tests every 1000
-    steps; the whole run otherwise."""
-    target = TABLE1[("sparse_point_robot", "focalpp")][0]
-    scale = "tiny" if quick else "cpu"
-    with tempfile.TemporaryDirectory() as tmp:
-        run_dir = Path(tmp) / "run"
-        command = [
-            sys.executable,
-            str(ROOT / "tools" / "run.py"),
-            "--recipe",
-            "focalpp.gin",
-            "--scale",
-            scale,
-            "--out",
-            str(run_dir),
-            "--gin_param",
-            f"focal.eval_every = {1 if quick else 1000}",
-        ]
-        env = {**os.environ, "FOCALPP_DATA": str(Path(tmp) / "data")}
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-        )
-        reached, best, metric = None, (float("-inf"), 0), None
-        log = run_dir / "metrics.jsonl"
-        while proc.poll() is None or log.exists():
-            records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-            for r in records:
-                # the paper's own formula where the family has one (SPEC §1): its Table 1 number
-                metric = "paper_return_mean" if "paper_return_mean" in r else "test_return_mean"
-                if r["kind"] == "eval" and r[metric] > best[0]:
-                    best = (r[metric], r["step"])
-            if best[0] >= target:
-                reached = time.perf_counter() - start
-                proc.terminate()
-                break
-            if proc.poll() is not None:
-                break
-            time.sleep(1.0)
-        proc.wait()
-        total = time.perf_counter() - start
-    row = {
-        "recipe": "focalpp.gin",
-        "scale": scale,
-        "target": target,
-        "metric": metric,
-        "reached_seconds": reached,
-        "best_return": best[0],
-        "best_step": best[1],
-        "wall_seconds": total,
-    }
-    _table(
-        "quality: time from an empty store to the paper's FOCAL++ return",
-        [row],
-        {
-            "scale": "{scale}",
-            "target": "{target:.2f}",
-            "reached after s": "{reached_seconds:.0f}",
-            "best (step)": "{best_return:.2f} ({best_step})",
-            "wall s": "{wall_seconds:.0f}",
-        },
-    )
-    return [row]
 
 
 SECTIONS = {

@@ -63,3 +63,16 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
         "scaling-E.png",
         "scaling-Z.png",
     }
+
+
+def test_quick_quality_times_both_focalpp_variants_on_the_paper_comparable_metric(tmp_path):
+    out = tmp_path / "bench.json"
+    r = cli("bench", "--quick", "--sections", "quality", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())["sections"]["quality"]
+    assert [row["variant"] for row in rows] == ["focalpp (the paper's row)", "focalpp, coupled"]
+    for row in rows:
+        assert row["target"] == 12.96 and row["metric"] == "paper_return_mean"
+        assert row["best_step"] >= 1 and row["wall_seconds"] > 0
+        # a tiny run cannot reach the paper's return: it runs to its end
+        assert row["reached_seconds"] is None and row["best_return"] < 12.96
