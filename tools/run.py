@@ -259,7 +259,12 @@ def _dataset_record(algorithm) -> dict:
 
 
 def _portable_source(source: str) -> str:
-    return portable(source) if Path(source).is_file() else source
+    """A source file as a portable path; anything else (a description of bindings) as is."""
+    try:
+        is_file = Path(source).is_file()
+    except OSError:  # e.g. a description longer than a file name may be
+        is_file = False
+    return portable(source) if is_file else source
 
 
 def _plugin_reference(plugin: str) -> str:

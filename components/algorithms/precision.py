@@ -4,11 +4,11 @@ bf16 autocast halves a large step on CPUs with bf16 matrix units (AMX, AVX-512 B
 GPUs, but it is several times slower where bf16 is emulated and slows small steps everywhere
 (docs/PERFORMANCE.md). So 'auto' does not guess: on a CPU without bf16 units it takes fp32;
 otherwise it times a few fp32 and bf16 steps of the run's own step from the same state and the
-same random draws, and takes bf16 only where it is faster and its first step's losses agree
-with fp32's within `LOSS_RTOL`. The measurement is cached per machine and step size (the
-networks' shapes and batch sizes), so later runs of that size start at once. On CUDA, fp32
-matrix products use TF32 (`torch.set_float32_matmul_precision('high')`, as PyTorch
-recommends for training) under 'auto'; an explicit 'fp32' keeps full fp32.
+same random draws, and takes bf16 only where it is at least `MIN_SPEEDUP` times faster and its
+first step's losses agree with fp32's within `LOSS_RTOL`. The measurement is cached per machine
+and step size (the networks' shapes and batch sizes), so later runs of that size start at once.
+On CUDA, fp32 matrix products use TF32 (`torch.set_float32_matmul_precision('high')`, as
+PyTorch recommends for training) under 'auto'; an explicit 'fp32' keeps full fp32.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from components.reporting.run_dir import atomic_write_text
 AUTO = "auto"
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
 LOSS_RTOL = 0.05  # bf16 keeps 8 bits of mantissa: one step's losses agree within about 2%
+# bf16 only where clearly faster: small steps time within ±10% of each other from run to run,
+# and a coin-flip choice would give one machine's runs different numbers for no real gain
+MIN_SPEEDUP = 1.1
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def choose(
 
 
 def measured(fp32: Trial, bf16: Trial) -> PrecisionChoice:
-    """bf16 where it is faster and its losses agree with fp32's, else fp32."""
+    """bf16 where it is clearly faster and its losses agree with fp32's, else fp32."""
     speedup = fp32.ms_per_step / bf16.ms_per_step
     gaps = [
         abs(bf16.losses.get(k, float("nan")) - v) / max(abs(v), 1.0) for k, v in fp32.losses.items()
@@ -118,7 +121,7 @@ def measured(fp32: Trial, bf16: Trial) -> PrecisionChoice:
     gap = max(gaps, default=0.0)
     gap = gap if gap == gap else float("inf")  # a NaN loss in bf16: no agreement
     timed = f"bf16 {bf16.ms_per_step:.1f} ms vs fp32 {fp32.ms_per_step:.1f} ms per step"
-    if speedup <= 1.0:
+    if speedup < MIN_SPEEDUP:
         reason = f"measured: {timed}"
         return PrecisionChoice("fp32", AUTO, reason, round(speedup, 3), round(gap, 4))
     if gap > LOSS_RTOL:

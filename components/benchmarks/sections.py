@@ -99,7 +99,7 @@ def step_configs(quick: bool) -> list[StepConfig]:
             flops=False,  # the counter cannot follow the critic's gradient penalty (grad of grad)
         )
     )
-    rows, precisions = (["focal"], ["fp32"]) if quick else (ROWS + BASELINES, ["fp32", "bf16"])
+    rows, precisions = (["focal"], ["fp32"]) if quick else ([*ROWS, *BASELINES], ["fp32", "bf16"])
     if not quick:  # compiling takes minutes on a CPU: the two configurations that tell
         configs += [
             StepConfig("(a) focal, reference sizes, compiled", "focal.gin", paper_scale,

@@ -38,6 +38,15 @@ def test_run_writes_run_directory_and_headline(tmp_path):
     assert "experiment.seed = 2" in config and "toy_linear.shift = 10.0" in config
 
 
+def test_bindings_longer_than_a_file_name_are_recorded(tmp_path):
+    out = tmp_path / "run"
+    shift = "toy_linear.shift = 10.000000000000000000000000000000000000000000000000000000000"
+    r = run_cli("--recipe", "toy_row.gin", "--out", str(out), *["--gin_param", shift] * 6)
+    assert r.returncode == 0, r.stderr
+    (described,) = [s for s in json.loads((out / "run.json").read_text())["sources"] if shift in s]
+    assert len(described) > 255 and described.startswith("bindings:")
+
+
 def test_default_run_directory_is_named_and_never_reused(tmp_path):
     for _ in range(2):
         r = run_cli("--recipe", "toy_row.gin", "--runs-root", str(tmp_path / "runs"))
