@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 from einops import rearrange
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from components.encoders.short_attention import check_layer, encoder_layer
 from components.encoders.tokenizers import ComponentTokenizer
@@ -34,6 +35,9 @@ class SequenceAttentionEncoder(nn.Module):
         heads: attention heads (paper: 8).
         blocks: transformer blocks (paper: 3).
         dropout: dropout in the blocks (paper: 0.1).
+        recompute: keep only each block's input for the backward pass and compute the block
+            again there (the same random draws, the same numbers): about a third more of the
+            encoder's work for a sixth of its activation memory.
     """
 
     def __init__(
@@ -46,6 +50,7 @@ class SequenceAttentionEncoder(nn.Module):
         heads: PositiveInt = 8,
         blocks: PositiveInt = 3,
         dropout: Fraction = 0.1,
+        recompute: bool = False,
     ):
         super().__init__()
         self.tokenizer = tokenizer(sizes=sizes, d_model=d_model)
@@ -55,13 +60,18 @@ class SequenceAttentionEncoder(nn.Module):
         check_layer(layer)
         self.blocks = nn.TransformerEncoder(layer, blocks, enable_nested_tensor=False)
         self.head = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, latent_dim), nn.Tanh())
+        self.recompute = recompute
 
     def tokens(self, context: torch.Tensor) -> torch.Tensor:
         """Per-token outputs [T, B, L, D] (for analysis and tests)."""
         t = context.shape[0]
         x = rearrange(self.tokenizer(context), "t b l d -> (t b) l d")
+        recompute = self.recompute and torch.is_grad_enabled()
         for layer in self.blocks.layers:
-            x = encoder_layer(layer, x)
+            if recompute:  # the block's random state is kept and replayed in the backward pass
+                x = checkpoint(encoder_layer, layer, x, use_reentrant=False)
+            else:
+                x = encoder_layer(layer, x)
         return rearrange(x, "(t b) l d -> t b l d", t=t)
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:

@@ -48,6 +48,23 @@ def test_the_encoder_gives_the_numbers_of_its_pytorch_blocks():
     torch.testing.assert_close(encoder(context), before, rtol=1e-5, atol=1e-6)
 
 
+def test_recomputing_the_blocks_gives_the_same_numbers_and_gradients():
+    """With dropout on: the recomputed blocks draw the same masks in the backward pass."""
+
+    def trained(recompute: bool):
+        torch.manual_seed(0)
+        encoder = SequenceAttentionEncoder(
+            sizes=(2, 2, 2, 1), latent_dim=5, d_model=32, heads=4, blocks=2, recompute=recompute
+        )
+        out = encoder(torch.randn(3, 16, 7))
+        out.square().sum().backward()
+        return out, [p.grad for p in encoder.parameters()]
+
+    (plain, plain_grads), (again, again_grads) = trained(False), trained(True)
+    assert torch.equal(plain, again)
+    assert all(torch.equal(a, b) for a, b in zip(plain_grads, again_grads, strict=True))
+
+
 def test_dropout_drops_p_of_the_elements_and_keeps_the_expectation():
     torch.manual_seed(0)
     x = torch.ones(400, 1000, requires_grad=True)
