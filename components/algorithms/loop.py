@@ -54,6 +54,7 @@ from components.reporting.checkpoint import (
 from components.reporting.console import out
 from components.reporting.metrics import MetricsLog
 from components.reporting.run_dir import atomic_write_text
+from components.reporting.run_record import add_to_run_record
 from registry import FocalppError, RecipeError, RunContext
 
 # progress p in [0, 1] -> learning-rate factor before the floor
@@ -226,7 +227,7 @@ class TrainingLoop:
         if self.choice is None:
             self.settle_precision(learner)
         out.print(self.choice.describe())
-        _record(run_dir, "precision", self.choice.to_dict())
+        add_to_run_record(run_dir, "precision", self.choice.to_dict())
         self._started = time.perf_counter()
         self._log = log = MetricsLog(run_dir, resume=self._resume_log)
         eval_at = learner.evaluation_steps()
@@ -302,15 +303,6 @@ class TrainingLoop:
             f"{bad} became {float(losses[bad])} in steps {since}-{self.step}; training stopped and "
             f"{kept}. Lower the learning rates or the reward scale of the recipe"
         )
-
-
-def _record(run_dir, key: str, value: Any) -> None:
-    """Add `key` to the run's run.json (where the run has one: tools/run.py writes it)."""
-    path = run_dir / "run.json"
-    if path.is_file():
-        record = json.loads(path.read_text())
-        if record.get(key) != value:
-            atomic_write_text(path, json.dumps({**record, key: value}, indent=1))
 
 
 def _progress(enabled: bool) -> Progress:

@@ -102,20 +102,18 @@ def bench_encoder(quick: bool, figures_dir: Path | None = None) -> list[dict]:
 
 
 def bench_precision(quick: bool, figures_dir: Path | None = None) -> list[dict]:
-    small, paper_scale = ("tiny", "tiny") if quick else ("cpu", "paper")
+    small, paper_scale, paper = ("tiny", "tiny", ()) if quick else ("cpu", "paper", PAPER_SPR)
     configs = [
-        StepConfig("(a) focal, reference sizes", "focal.gin", paper_scale, bindings=PAPER_SPR),
+        StepConfig("(a) focal, reference sizes", "focal.gin", paper_scale, bindings=paper),
         StepConfig("(d) focalpp, paper sizes", "focalpp.gin", paper_scale),
         StepConfig("(c) focal, CPU scale", "focal.gin", small),
         StepConfig("(c) focalpp, CPU scale", "focalpp.gin", small),
     ]
-    if quick:
-        configs = [StepConfig(c.name, c.recipe, "tiny") for c in configs]
     units = machine.bf16_units()
+    seconds = 0.0 if quick else 3.0
     rows = []
     for config in configs:
         trainer = build_trainer(config)
-        seconds = 0.0 if quick else 3.0
         fp32 = trainer.loop.trial(trainer, "fp32", seconds)
         bf16 = trainer.loop.trial(trainer, "bf16", seconds)
         choice = measured(fp32, bf16)

@@ -17,6 +17,7 @@ from components.reporting.checkpoint import (
     load_checkpoint,
 )
 from components.reporting.console import out
+from components.reporting.run_dir import atomic_write_text
 from registry import RECIPES_DIR, Composition, FocalppError, RunContext, compose
 from registry.recipes import build
 
@@ -69,6 +70,16 @@ def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
     if missing:
         raise FocalppError(f"cannot {doing} {run_dir}: {path} lacks {', '.join(missing)}")
     return record
+
+
+def add_to_run_record(run_dir: Path, key: str, value: Any) -> None:
+    """Set `key` in the run's run.json, where it has one (tools/run.py writes it; a trainer
+    built elsewhere, e.g. by a benchmark, has none)."""
+    path = Path(run_dir) / "run.json"
+    if path.is_file():
+        record = json.loads(path.read_text())
+        if record.get(key) != value:
+            atomic_write_text(path, json.dumps({**record, key: value}, indent=1))
 
 
 def compose_recorded(
