@@ -38,14 +38,17 @@ class TensorSampler:
         if len(tasks) == 0:
             raise DatasetError("a sampler needs at least one task")
         index = torch.as_tensor(list(tasks), dtype=torch.long)
-        self.data = Transitions(
-            **{
-                f: torch.as_tensor(getattr(data.transitions, f), dtype=torch.float32)[index]
-                .contiguous()
-                .to(device)
-                for f in FIELDS
-            }
-        )
+        fields = {
+            f: torch.as_tensor(getattr(data.transitions, f), dtype=torch.float32)[index]
+            for f in FIELDS
+        }
+        # every field side by side in one [n_tasks, N, W] tensor, so that a batch is gathered
+        # by one indexing op (seven gathers of a few floats each cost seven times as much)
+        self.widths = {f: (x.shape[2] if x.ndim == 3 else 0) for f, x in fields.items()}
+        self.packed = torch.cat(
+            [x if x.ndim == 3 else x[..., None] for x in fields.values()], dim=-1
+        ).to(device)
+        self.data = self._unpack(self.packed, contiguous=False)
         self.length = torch.as_tensor(data.length, dtype=torch.long)[index].to(device)
         if (self.length == 0).any():
             empty = index[(self.length == 0).cpu()].tolist()
@@ -53,6 +56,16 @@ class TensorSampler:
         self.task_ids = index
         self.device = torch.device(device)
         self.generator = generator
+
+    def _unpack(self, packed: torch.Tensor, *, contiguous: bool) -> Transitions:
+        """Named fields of `packed` [..., W]: views, or contiguous copies (the layout the
+        losses have always been given, so their numbers do not depend on the packing)."""
+        out, start = {}, 0
+        for name, width in self.widths.items():
+            x = packed[..., start : start + width] if width else packed[..., start]
+            out[name] = x.contiguous() if contiguous else x
+            start += max(width, 1)
+        return Transitions(**out)
 
     @property
     def n_tasks(self) -> int:
@@ -97,6 +110,5 @@ class TensorSampler:
             keys = torch.rand(len(tasks), n_max, generator=self.generator).to(self.device)
             keys[torch.arange(n_max, device=self.device)[None, :] >= length[:, None]] = 2.0
             idx = keys.argsort(dim=1)[:, :batch_size]  # padding sorts last
-        rows = tasks[:, None]
-        batch = self.data.map(lambda x: x[rows, idx])
+        batch = self._unpack(self.packed[tasks[:, None], idx], contiguous=True)
         return batch.with_reward(batch.sparse_reward) if sparse else batch

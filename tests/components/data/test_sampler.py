@@ -85,3 +85,28 @@ def test_real_dataset_quality(tiny_dataset):
     batch = sampler.sample(sampler.sample_tasks(16), 32, sparse=True)
     assert batch.obs.shape == (16, 32, 2) and sampler.n_tasks == 80
     assert torch.equal(batch.reward, batch.sparse_reward)
+
+
+def test_one_gather_gives_each_field_as_its_own_gather_would():
+    """Fields are packed side by side and gathered once; every field of a batch equals the
+    field gathered alone from the dataset, contiguous, with its own shape."""
+    data = ragged()
+    rng = np.random.default_rng(0)
+    data = QualityData(
+        data.transitions.map(lambda x: rng.standard_normal(x.shape).astype(np.float32)),
+        data.length,
+    )
+    sampler = TensorSampler(data, [3, 1, 2], generator=torch.Generator().manual_seed(4))
+    generator_state = sampler.generator.get_state()
+    tasks = torch.tensor([2, 0, 2])
+    batch = sampler.sample(tasks, 16)
+    sampler.generator.set_state(generator_state)  # the same draws, gathered field by field
+    length = torch.as_tensor(data.length)[[3, 1, 2]][tasks]
+    idx = (torch.rand(3, 16, generator=sampler.generator) * length[:, None]).long()
+    rows = torch.tensor([3, 1, 2])[tasks][:, None]
+    for name, stored in data.transitions.as_dict().items():
+        alone = torch.as_tensor(stored, dtype=torch.float32)[rows, idx]
+        got = getattr(batch, name)
+        assert got.shape == alone.shape and got.is_contiguous(), name
+        assert torch.equal(got, alone), name
+    assert torch.equal(sampler.data.obs, torch.as_tensor(data.transitions.obs)[[3, 1, 2]])
