@@ -35,3 +35,39 @@ class Transitions:
 
     def with_reward(self, reward: Any) -> Transitions:
         return replace(self, reward=reward)
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Every field of [..., N, ·] tensors side by side in one [..., N, W] tensor, so that a
+    batch of transitions is gathered by one indexing op (seven gathers of a few floats each
+    cost about seven times one). `widths[f]` is f's last dimension, 0 for a per-transition
+    scalar (reward, flags)."""
+
+    widths: dict[str, int]
+
+    @classmethod
+    def of(cls, t: Transitions, scalar_ndim: int) -> Packing:
+        """The layout of `t`, whose scalar fields have `scalar_ndim` dimensions."""
+        fields = t.as_dict().items()
+        return cls({f: (0 if x.ndim == scalar_ndim else x.shape[-1]) for f, x in fields})
+
+    def pack(self, t: Transitions):
+        """One torch tensor [..., W] holding `t`'s fields (float32)."""
+        import torch
+
+        parts = [torch.as_tensor(getattr(t, f), dtype=torch.float32) for f in self.widths]
+        return torch.cat(
+            [x if w else x[..., None] for x, w in zip(parts, self.widths.values(), strict=True)],
+            dim=-1,
+        )
+
+    def unpack(self, packed, *, contiguous: bool) -> Transitions:
+        """`packed`'s fields: views into it, or contiguous copies (the layout the losses have
+        always been given, so their numbers do not depend on the packing)."""
+        out, start = {}, 0
+        for name, width in self.widths.items():
+            x = packed[..., start : start + width] if width else packed[..., start]
+            out[name] = x.contiguous() if contiguous else x
+            start += max(width, 1)
+        return Transitions(**out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from components.transitions import Transitions
+from components.transitions import FIELDS, Packing, Transitions
 
 
 class TaskReplay:
@@ -18,24 +18,16 @@ class TaskReplay:
     """
 
     def __init__(self, *, n_tasks: int, capacity: int, obs_dim: int, act_dim: int, device="cpu"):
-        def buf(*shape: int) -> torch.Tensor:
-            return torch.zeros(n_tasks, capacity, *shape, device=device)
-
-        self.data = Transitions(
-            obs=buf(obs_dim),
-            action=buf(act_dim),
-            reward=buf(),
-            sparse_reward=buf(),
-            next_obs=buf(obs_dim),
-            terminated=buf(),
-            truncated=buf(),
-        )
+        widths = {"obs": obs_dim, "action": act_dim, "next_obs": obs_dim}
+        self.packing = Packing({f: widths.get(f, 0) for f in FIELDS})
+        width = sum(max(w, 1) for w in self.packing.widths.values())
+        self.packed = torch.zeros(n_tasks, capacity, width, device=device)  # [K, capacity, W]
+        self.data = self.packing.unpack(self.packed, contiguous=False)  # named views
         self.n_tasks, self.capacity, self.size, self.cursor = n_tasks, capacity, 0, 0
 
     def add(self, step: Transitions) -> None:
         """Append one transition per task; every field has leading dim K."""
-        for name, value in step.as_dict().items():
-            getattr(self.data, name)[:, self.cursor] = torch.as_tensor(value, dtype=torch.float32)
+        self.packed[:, self.cursor] = self.packing.pack(step)
         self.cursor = (self.cursor + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
@@ -44,7 +36,7 @@ class TaskReplay:
         device = self.data.obs.device
         idx = torch.randint(0, self.size, (self.n_tasks, batch_size), device=device)
         rows = torch.arange(self.n_tasks, device=device)[:, None]
-        return self.data.map(lambda x: x[rows, idx])
+        return self.packing.unpack(self.packed[rows, idx], contiguous=True)
 
     def contents(self) -> Transitions:
         """Everything stored, oldest first: [K, size, ...]."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from components.data.store import DatasetError, QualityData
-from components.transitions import FIELDS, Transitions
+from components.transitions import Packing, Transitions
 from registry import register
 
 
@@ -38,17 +38,10 @@ class TensorSampler:
         if len(tasks) == 0:
             raise DatasetError("a sampler needs at least one task")
         index = torch.as_tensor(list(tasks), dtype=torch.long)
-        fields = {
-            f: torch.as_tensor(getattr(data.transitions, f), dtype=torch.float32)[index]
-            for f in FIELDS
-        }
-        # every field side by side in one [n_tasks, N, W] tensor, so that a batch is gathered
-        # by one indexing op (seven gathers of a few floats each cost seven times as much)
-        self.widths = {f: (x.shape[2] if x.ndim == 3 else 0) for f, x in fields.items()}
-        self.packed = torch.cat(
-            [x if x.ndim == 3 else x[..., None] for x in fields.values()], dim=-1
-        ).to(device)
-        self.data = self._unpack(self.packed, contiguous=False)
+        stored = data.transitions.map(lambda x: torch.as_tensor(x, dtype=torch.float32)[index])
+        self.packing = Packing.of(stored, scalar_ndim=2)
+        self.packed = self.packing.pack(stored).to(device)  # [n_tasks, N, W]
+        self.data = self.packing.unpack(self.packed, contiguous=False)
         self.length = torch.as_tensor(data.length, dtype=torch.long)[index].to(device)
         if (self.length == 0).any():
             empty = index[(self.length == 0).cpu()].tolist()
@@ -56,16 +49,6 @@ class TensorSampler:
         self.task_ids = index
         self.device = torch.device(device)
         self.generator = generator
-
-    def _unpack(self, packed: torch.Tensor, *, contiguous: bool) -> Transitions:
-        """Named fields of `packed` [..., W]: views, or contiguous copies (the layout the
-        losses have always been given, so their numbers do not depend on the packing)."""
-        out, start = {}, 0
-        for name, width in self.widths.items():
-            x = packed[..., start : start + width] if width else packed[..., start]
-            out[name] = x.contiguous() if contiguous else x
-            start += max(width, 1)
-        return Transitions(**out)
 
     @property
     def n_tasks(self) -> int:
@@ -110,5 +93,5 @@ class TensorSampler:
             keys = torch.rand(len(tasks), n_max, generator=self.generator).to(self.device)
             keys[torch.arange(n_max, device=self.device)[None, :] >= length[:, None]] = 2.0
             idx = keys.argsort(dim=1)[:, :batch_size]  # padding sorts last
-        batch = self._unpack(self.packed[tasks[:, None], idx], contiguous=True)
+        batch = self.packing.unpack(self.packed[tasks[:, None], idx], contiguous=True)
         return batch.with_reward(batch.sparse_reward) if sparse else batch
