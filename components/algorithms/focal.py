@@ -234,7 +234,7 @@ class FocalTrainer:
         own = list(self.objective.parameters()) if self.objective is not None else []
         if own:
             groups.append({"params": own, "lr": objective_lr or encoder_lr})
-        self.encoder_opt = torch.optim.Adam(groups, lr=encoder_lr)
+        self.encoder_opt = torch.optim.Adam(groups, lr=encoder_lr, foreach=True)
         for opt in self.optimizers():
             for group in opt.param_groups:
                 group.setdefault("base_lr", group["lr"])
