@@ -52,15 +52,23 @@ class Packing:
         fields = t.as_dict().items()
         return cls({f: (0 if x.ndim == scalar_ndim else x.shape[-1]) for f, x in fields})
 
-    def pack(self, t: Transitions):
-        """One torch tensor [..., W] holding `t`'s fields (float32)."""
+    def pack(self, t: Transitions, rows=None):
+        """One float32 torch tensor [..., W] holding `t`'s fields (numpy or torch), or only
+        their `rows` (an index into the first dimension); filled field by field, so that no
+        more than one field is ever copied twice."""
         import torch
 
-        parts = [torch.as_tensor(getattr(t, f), dtype=torch.float32) for f in self.widths]
-        return torch.cat(
-            [x if w else x[..., None] for x, w in zip(parts, self.widths.values(), strict=True)],
-            dim=-1,
-        )
+        name, width = next(iter(self.widths.items()))
+        first = torch.as_tensor(getattr(t, name))
+        lead = first.shape[:-1] if width else first.shape
+        if rows is not None:
+            lead = (len(rows), *lead[1:])
+        width = sum(max(w, 1) for w in self.widths.values())
+        out = torch.empty(*lead, width, dtype=torch.float32)
+        for name, view in self.unpack(out, contiguous=False).as_dict().items():
+            x = torch.as_tensor(getattr(t, name))
+            view.copy_(x if rows is None else x[rows])
+        return out
 
     def unpack(self, packed, *, contiguous: bool) -> Transitions:
         """`packed`'s fields: views into it, or contiguous copies (the layout the losses have

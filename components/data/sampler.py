@@ -38,9 +38,8 @@ class TensorSampler:
         if len(tasks) == 0:
             raise DatasetError("a sampler needs at least one task")
         index = torch.as_tensor(list(tasks), dtype=torch.long)
-        stored = data.transitions.map(lambda x: torch.as_tensor(x, dtype=torch.float32)[index])
-        self.packing = Packing.of(stored, scalar_ndim=2)
-        self.packed = self.packing.pack(stored).to(device)  # [n_tasks, N, W]
+        self.packing = Packing.of(data.transitions, scalar_ndim=2)
+        self.packed = self.packing.pack(data.transitions, index).to(device)  # [n_tasks, N, W]
         self.data = self.packing.unpack(self.packed, contiguous=False)
         self.length = torch.as_tensor(data.length, dtype=torch.long)[index].to(device)
         if (self.length == 0).any():
