@@ -19,6 +19,9 @@ Sections (figures go to --figures DIR when given):
   collect  all Sparse-Point-Robot behaviour policies trained and their rollouts saved, from a
            clean store, against a few tasks trained one after another (extrapolated to all);
            dataset quality (mean returns of random / medium / expert)
+  gpu      (a) and (d) on a CUDA GPU in fp32, TF32 and bf16: ms / step, steps / s, peak GPU
+           memory, hours per 100k steps, fraction of the GPU's matmul peak (needs CUDA; not in
+           the default sections)
   env   transitions per second per family: one gymnasium environment, and all test tasks
         batched (point robots: one numpy array op; MuJoCo: gymnasium vector envs, in-process
         "sync" and subprocess "async")
@@ -53,8 +56,8 @@ from components.data.build import describe, ensure_dataset
 from components.data.protocols import CheckpointRollouts
 from components.data.replay import TaskReplay
 from components.envs.point_robot import PointRobotFamily
+from components.reporting.console import run_tool
 from components.reporting.run_dir import atomic_write_text
-from components.runtime import tune_allocator
 from components.transitions import Transitions
 from registry import get, names
 from registry.recipes import compose_columns
@@ -266,17 +269,20 @@ SECTIONS: dict[str, Callable[[bool, Path | None], list[dict]]] = {
     "collect": lambda quick, figures_dir: bench_collect(quick),
     **TRAINING_SECTIONS,
 }
-DEFAULT = [name for name in SECTIONS if name != "quality"]
+DEFAULT = [name for name in SECTIONS if name not in ("quality", "gpu")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    tune_allocator()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sections", nargs="+", choices=sorted(SECTIONS), default=DEFAULT)
     p.add_argument("--quick", action="store_true", help="smoke-test sizes; figures mean nothing")
     p.add_argument("--json", type=Path, help="write the report here")
     p.add_argument("--figures", type=Path, help="write the sections' PNGs here")
-    args = p.parse_args(argv)
+    p.add_argument("--debug", action="store_true", help="full tracebacks")
+    return run_tool(execute, p.parse_args(argv))
+
+
+def execute(args: argparse.Namespace) -> int:
     if args.figures:
         args.figures.mkdir(parents=True, exist_ok=True)
     report = {"machine": machine.describe(), "quick": args.quick, "sections": {}}

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.benchmarks.encoder import bench_encoder, bench_precision
+from components.benchmarks.gpu import bench_gpu
 from components.benchmarks.limits import matmul_peak
 from components.benchmarks.quality import bench_quality
 from components.benchmarks.training import (
@@ -366,4 +367,5 @@ SECTIONS = {
     "memory": bench_memory,
     "scaling": bench_scaling,
     "quality": bench_quality,
+    "gpu": bench_gpu,
 }

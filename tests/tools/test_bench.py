@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+import torch
+
 from tests.conftest import cli
 
 
@@ -76,3 +79,24 @@ def test_quick_quality_times_both_focalpp_variants_on_the_paper_comparable_metri
         assert row["best_step"] >= 1 and row["wall_seconds"] > 0
         # a tiny run cannot reach the paper's return: it runs to its end
         assert row["reached_seconds"] is None and row["best_return"] < 12.96
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
+def test_the_gpu_section_refuses_clearly_without_a_gpu(tmp_path):
+    out = tmp_path / "bench.json"
+    r = cli("bench", "--quick", "--sections", "gpu", "--json", str(out))
+    assert r.returncode == 2
+    assert "gpu section" in r.stderr and "CUDA GPU" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()  # no report of a section that did not run
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_quick_gpu_section_times_both_steps_in_three_precisions(tmp_path):
+    out = tmp_path / "bench.json"
+    r = cli("bench", "--quick", "--sections", "gpu", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    peak, *rows = json.loads(out.read_text())["sections"]["gpu"]
+    assert set(peak["gflops"]) == {"fp32", "tf32", "bf16"}
+    assert [(row["precision"]) for row in rows] == ["fp32", "tf32", "bf16"] * 2
+    for row in rows:
+        assert row["ms_per_step"] > 0 and row["peak_gpu_gib"] > 0 and row["gflop_per_step"] > 0
