@@ -4,8 +4,9 @@ bf16 autocast halves a large step on CPUs with bf16 matrix units (AMX, AVX-512 B
 GPUs, but it is several times slower where bf16 is emulated and slows small steps everywhere
 (docs/PERFORMANCE.md). So 'auto' does not guess: on a CPU without bf16 units it takes fp32;
 otherwise it times a few fp32 and bf16 steps of the run's own step from the same state and the
-same random draws, and takes bf16 only where it is at least `MIN_SPEEDUP` times faster and its
-first step's losses agree with fp32's within `LOSS_RTOL`. The measurement is cached per machine
+same random draws (in turn, twice each, the fastest of each counting), and takes bf16 only
+where it is at least `MIN_SPEEDUP` times faster and its first step's losses agree with fp32's
+within `LOSS_RTOL`. The measurement is cached per machine
 and step size (the networks' shapes and batch sizes), so later runs of that size start at once.
 On CUDA, fp32 matrix products use TF32 (`torch.set_float32_matmul_precision('high')`, as
 PyTorch recommends for training) under 'auto'; an explicit 'fp32' keeps full fp32.
@@ -31,6 +32,7 @@ LOSS_RTOL = 0.05  # bf16 keeps 8 bits of mantissa: one step's losses agree withi
 # bf16 only where clearly faster: small steps time within ±10% of each other from run to run,
 # and a coin-flip choice would give one machine's runs different numbers for no real gain
 MIN_SPEEDUP = 1.1
+ROUNDS = 2  # trials of each precision, interleaved
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,24 @@ def choose(
     known = _read(path)
     if key in known:
         return PrecisionChoice(**{**known[key], "reason": known[key]["reason"] + ", cached"})
-    choice = measured(trial("fp32"), trial("bf16"))
+    choice = measured(*interleaved(trial))
     known = _read(path)  # another run may have written meanwhile
     known[key] = choice.to_dict()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(known, indent=1, sort_keys=True))
     return choice
+
+
+def interleaved(trial: Callable[[str], Trial], rounds: int = ROUNDS) -> tuple[Trial, Trial]:
+    """fp32's and bf16's trials taken in turn, `rounds` of each, and each precision's fastest
+    (with its first trial's losses): a burst of other work on the machine slows one trial, not
+    every trial of one precision, and a choice made once is cached for every later run."""
+    times: dict[str, list[Trial]] = {"fp32": [], "bf16": []}
+    for _ in range(rounds):
+        for precision in times:
+            times[precision].append(trial(precision))
+    fp32, bf16 = (Trial(min(t.ms_per_step for t in ts), ts[0].losses) for ts in times.values())
+    return fp32, bf16
 
 
 def measured(fp32: Trial, bf16: Trial) -> PrecisionChoice:

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from components.algorithms.precision import PrecisionChoice, Trial, choose, measured
+from components.algorithms.precision import PrecisionChoice, Trial, choose, interleaved, measured
 from components.reporting.checkpoint import load_checkpoint
 from tests.conftest import cli, run_row
 
@@ -51,7 +51,7 @@ def test_a_size_is_timed_once_per_machine(tmp_path):
     first = choose("auto", CPU, "T16 E512", timed, cache=cache, bf16_units=True)
     again = choose("auto", CPU, "T16 E512", timed, cache=cache, bf16_units=True)
     other = choose("auto", CPU, "T4 E64", timed, cache=cache, bf16_units=True)
-    assert calls == ["fp32", "bf16", "fp32", "bf16"]  # the second size only
+    assert calls == ["fp32", "bf16"] * 4  # twice each, in turn; the second size again
     assert first.precision == again.precision == other.precision == "bf16"
     assert again.bf16_speedup == 3.0 and again.reason.endswith("cached")
     assert len(json.loads(cache.read_text())) == 2
@@ -110,3 +110,20 @@ def test_an_unknown_precision_names_the_choices(tiny_data, tmp_path, value):
             bindings=(f"focal.precision = '{value}'",),
             train=False,
         )
+
+
+def test_a_burst_of_other_work_during_one_trial_does_not_decide():
+    """Trials in turn, and each precision's fastest: a slowed trial of bf16 (another job
+    starting) leaves the choice to the unslowed ones."""
+    times = iter([30.0, 90.0, 31.0, 10.0])  # fp32, bf16 (slowed), fp32, bf16
+    order = []
+
+    def timed(precision):
+        order.append(precision)
+        return trial(next(times), q=1.0 if precision == "fp32" else 1.01)
+
+    fp32, bf16 = interleaved(timed)
+    assert order == ["fp32", "bf16", "fp32", "bf16"]
+    assert (fp32.ms_per_step, bf16.ms_per_step) == (30.0, 10.0)
+    assert fp32.losses == {"loss_q": 1.0} and bf16.losses == {"loss_q": 1.01}
+    assert measured(fp32, bf16).precision == "bf16"
