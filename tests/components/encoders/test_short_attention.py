@@ -9,6 +9,7 @@ from torch import nn
 
 from components.encoders.sequence_attention import SequenceAttentionEncoder
 from components.encoders.short_attention import (
+    _keep_mask,
     check_layer,
     encoder_layer,
     random_bits_dropout,
@@ -79,6 +80,23 @@ def test_dropout_drops_p_of_the_elements_and_keeps_the_expectation():
     assert torch.equal(random_bits_dropout(x, 0.1, True), y)  # a seeded run repeats itself
     assert random_bits_dropout(x, 0.1, False) is x and random_bits_dropout(x, 0.0, True) is x
     assert not random_bits_dropout(x, 1.0, True).any()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_mask_as_a_product_gives_where_s_values(dtype):
+    """Kept elements are x · scale rounded once in x's dtype, dropped ones 0, as
+    `torch.where(keep, x, 0) * scale` computed them; the gradient alike."""
+    x = torch.randn(64, 4, 32).to(dtype).requires_grad_()
+    torch.manual_seed(5)
+    y = random_bits_dropout(x, 0.1, True)
+    torch.manual_seed(5)
+    keep = _keep_mask(x, round(0.1 * 65536))
+    scale = 65536 / (65536 - round(0.1 * 65536))
+    expected = torch.where(keep, x.detach(), 0.0).mul_(scale)
+    assert y.dtype == dtype and torch.equal(y.detach(), expected)
+    g = torch.randn_like(y)
+    (grad,) = torch.autograd.grad(y, x, g)
+    assert torch.equal(grad, torch.where(keep, g, 0.0).mul_(scale))
 
 
 def test_relu_then_dropout_in_one_step_gives_the_same_numbers_and_gradients():
