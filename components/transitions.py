@@ -46,6 +46,11 @@ class Packing:
 
     widths: dict[str, int]
 
+    @property
+    def width(self) -> int:
+        """W: the packed tensor's last dimension (a scalar field takes one column)."""
+        return sum(max(w, 1) for w in self.widths.values())
+
     @classmethod
     def of(cls, t: Transitions, scalar_ndim: int) -> Packing:
         """The layout of `t`, whose scalar fields have `scalar_ndim` dimensions."""
@@ -63,8 +68,7 @@ class Packing:
         lead = first.shape[:-1] if width else first.shape
         if rows is not None:
             lead = (len(rows), *lead[1:])
-        width = sum(max(w, 1) for w in self.widths.values())
-        out = torch.empty(*lead, width, dtype=torch.float32)
+        out = torch.empty(*lead, self.width, dtype=torch.float32)
         for name, view in self.unpack(out, contiguous=False).as_dict().items():
             x = torch.as_tensor(getattr(t, name))
             view.copy_(x if rows is None else x[rows])

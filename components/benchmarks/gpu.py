@@ -14,14 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from rich.console import Console
-from rich.table import Table
 
 from components.benchmarks.limits import count_flops, matmul_peak
+from components.benchmarks.tables import console, table
 from components.benchmarks.training import PAPER_SPR, StepConfig, build_trainer, step_ms
 from registry import FocalppError
 
-console = Console(highlight=False, width=max(120, Console().width))
 STEPS = 100_000  # the reference's FOCAL training length on Sparse-Point-Robot
 PEAK_SHAPES = [(8192, 8192, 8192), (4096, 256, 256), (32768, 128, 384)]
 # (name, recipe, bindings): the two paper-scale steps of the `train` section
@@ -75,25 +73,20 @@ def bench_gpu(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             del trainer
             torch.cuda.empty_cache()
     torch.set_float32_matmul_precision("highest")
-    table = Table(
-        title=f"gpu: one training step on {torch.cuda.get_device_name()}", title_justify="left"
+    table(
+        f"gpu: one training step on {torch.cuda.get_device_name()}",
+        rows,
+        {
+            "config": "{config}",
+            "precision": "{precision}",
+            "ms/step": "{ms_per_step:.1f}",
+            "steps/s": "{steps_per_s:.1f}",
+            "h / 100k steps": "{hours_per_100k_steps:.2f}",
+            "peak GPU GiB": "{peak_gpu_gib:.2f}",
+            "GFLOP/step": "{gflop_per_step:.2f}",
+            "of its peak": "{fraction_of_peak:.1%}",
+        },
     )
-    columns = ["config", "precision", "ms/step", "steps/s", "h / 100k steps", "peak GPU GiB",
-               "GFLOP/step", "of its peak"]  # fmt: skip
-    for i, column in enumerate(columns):
-        table.add_column(column, justify="left" if i == 0 else "right")
-    for r in rows:
-        table.add_row(
-            r["config"],
-            r["precision"],
-            f"{r['ms_per_step']:.1f}",
-            f"{r['steps_per_s']:.1f}",
-            f"{r['hours_per_100k_steps']:.2f}",
-            f"{r['peak_gpu_gib']:.2f}",
-            f"{r['gflop_per_step']:.2f}",
-            f"{r['fraction_of_peak']:.0%}",
-        )
-    console.print(table)
     console.print(
         f"matmul peak: fp32 {peaks['fp32']:,.0f}, tf32 {peaks['tf32']:,.0f}, "
         f"bf16 {peaks['bf16']:,.0f} GFLOP/s"

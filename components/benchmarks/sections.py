@@ -16,13 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.console import Console
-from rich.table import Table
 
 from components.benchmarks.encoder import bench_encoder, bench_precision
 from components.benchmarks.gpu import bench_gpu
 from components.benchmarks.limits import matmul_peak
 from components.benchmarks.quality import bench_quality
+from components.benchmarks.tables import console
+from components.benchmarks.tables import table as _table
 from components.benchmarks.training import (
     EQUAL_WORK,
     PAPER_SPR,
@@ -36,26 +36,8 @@ from components.benchmarks.training import (
 from components.reporting import figures
 from components.reporting.paper import ROWS
 
-console = Console(highlight=False, width=max(120, Console().width))
 ROOT = Path(__file__).resolve().parents[2]
 BASELINES = ["batch_pearl", "contextual_bcq"]
-
-
-def _table(title: str, rows: list[dict], columns: dict[str, str]) -> None:
-    """A rich table of `rows`: one column per header, its cell `format.format(**row)` ("-"
-    where the row lacks a field or holds None)."""
-    table = Table(title=title, title_justify="left")
-    for i, header in enumerate(columns):
-        table.add_column(header, justify="left" if i == 0 else "right")
-    for row in rows:
-        cells = []
-        for fmt in columns.values():
-            try:
-                cells.append(fmt.format(**row))
-            except (KeyError, TypeError):
-                cells.append("-")
-        table.add_row(*cells)
-    console.print(table)
 
 
 def _paper(quick: bool) -> tuple[str, tuple[str, ...]]:

@@ -20,8 +20,7 @@ class TaskReplay:
     def __init__(self, *, n_tasks: int, capacity: int, obs_dim: int, act_dim: int, device="cpu"):
         widths = {"obs": obs_dim, "action": act_dim, "next_obs": obs_dim}
         self.packing = Packing({f: widths.get(f, 0) for f in FIELDS})
-        width = sum(max(w, 1) for w in self.packing.widths.values())
-        self.packed = torch.zeros(n_tasks, capacity, width, device=device)  # [K, capacity, W]
+        self.packed = torch.zeros(n_tasks, capacity, self.packing.width, device=device)
         self.data = self.packing.unpack(self.packed, contiguous=False)  # named views
         self.n_tasks, self.capacity, self.size, self.cursor = n_tasks, capacity, 0, 0
 
