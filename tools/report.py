@@ -661,14 +661,25 @@ def grid_table(grouped) -> Report | None:
 OOD_SOURCE = "other_policy"  # the context grid's out-of-distribution cell
 
 
-def _grid_drops(group: list[dict], source: str = OOD_SOURCE) -> list[float]:
+def _dense_return(cell: dict) -> float | None:
+    """A grid cell's dense return: recorded beside the headline, or the headline itself where
+    the family has no sparse return (no paper-comparable one either); None for older records
+    of sparse families."""
+    if "dense_mean" in cell:
+        return cell["dense_mean"]
+    return None if "paper_mean" in cell else cell["mean"]
+
+
+def _grid_drops(group: list[dict], source: str = OOD_SOURCE, measure=_shift_return) -> list:
     """Each seed's loss of test return when the context comes from `source` rather than the
-    task's own data (the context grid; negative is a gain)."""
+    task's own data (the context grid; negative is a gain), by `measure` of a cell (None
+    where a seed's cells lack it)."""
     drops = []
     for run in group:
         cells = run["analysis"].get("context_grid", {}).get("cells", {}).get("test", {})
         if "own" in cells and source in cells:
-            drops.append(_shift_return(cells["own"]) - _shift_return(cells[source]))
+            own, other = measure(cells["own"]), measure(cells[source])
+            drops.append(None if own is None or other is None else own - other)
     return drops
 
 
@@ -694,9 +705,11 @@ def successors_table(grouped) -> Report | None:
         theirs = UNICORN_TABLE2.get((env, recipe_stem(group[0])))
         paper = "-" if theirs is None else f"{theirs[0]:g} / {theirs[1]:g}"
         drop = unicorn_drop(env, recipe_stem(group[0]))
+        dense = _grid_drops(group, measure=_dense_return)
         rows.append(
             (env, scale, recipe, str(len(grids)), cell("own"), cell(OOD_SOURCE),
-             spread(_grid_drops(group)), cell("online"), paper,
+             spread(_grid_drops(group)), cell("online"),
+             "-" if None in dense else spread(dense), paper,
              "-" if drop is None else f"{drop:g}")
         )  # fmt: skip
     columns = (
@@ -708,6 +721,7 @@ def successors_table(grouped) -> Report | None:
         "another task's policy",
         "drop",
         "online",
+        "drop, dense",
         "UNICORN Table 2 (in / out)",
         "its drop",
     )
@@ -715,8 +729,8 @@ def successors_table(grouped) -> Report | None:
         "In- and out-of-distribution context on the test tasks (the context grid): the "
         "task's own data, another training task's expert behaviour policy rolled out in the "
         "task, the drop between them (mean ± std of each seed's), the run's own online "
-        "collection; paper-comparable where the run scored it. UNICORN's numbers are at its "
-        "scale and on its data"
+        "collection; paper-comparable where the run scored it. UNICORN's numbers are dense "
+        "returns at its scale and on its data: set them beside the dense drop"
     )
     return Report(title, columns, rows) if rows else None
 

@@ -14,7 +14,10 @@ same scoring, `runs` per task) with the context drawn from each source, on both 
   collection simplified — the first half of the episodes with uniform random actions, the rest
   with the meta-policy conditioned on z = 0.
 
-Training tasks are capped at `max_train_tasks` (seeded) to bound the cost.
+Each cell holds the headline return (`mean`, `std`: the appendix sparse return on sparse
+families), the paper-comparable one where the family has it (`paper_mean`) and the dense one
+(`dense_mean`, the metric of the successors' MuJoCo tables). Training tasks are capped at
+`max_train_tasks` (seeded) to bound the cost.
 """
 
 from __future__ import annotations
@@ -139,7 +142,8 @@ class ContextGrid:
                     device=trained.device,
                     seed=trained.run_context.seed,
                 )
-                cell = {"mean": result.mean, "std": result.std}
+                # dense beside the headline: the successors report MuJoCo in dense return
+                cell = {"mean": result.mean, "std": result.std, "dense_mean": result.dense_mean}
                 if result.paper_returns is not None:
                     cell["paper_mean"] = float(result.paper_returns.mean())
                 cells[split][source] = cell

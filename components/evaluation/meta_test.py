@@ -65,6 +65,10 @@ class MetaTestResult:
     def std(self) -> float:
         return float(self.headline_returns.std())
 
+    @property
+    def dense_mean(self) -> float:
+        return float(self.returns.mean())
+
     def describe(self) -> str:
         n = f"over {len(self.tasks)} test tasks"
         if self.sparse_returns is None:
@@ -84,7 +88,7 @@ class MetaTestResult:
         record: dict[str, Any] = {
             "test_return_mean": self.mean,
             "test_return_std": self.std,
-            "dense_return_mean": float(self.returns.mean()),
+            "dense_return_mean": self.dense_mean,
             "per_task_return": per_task(self.returns),
             "context_sizes": self.context_sizes,
         }

@@ -16,8 +16,8 @@ SUCCESSORS = ("corro", "csro", "unicorn", "unicorn_sup")
 CONTEXT_CARRIES_TASK = frozenset({"point_robot_wind", "sparse_cheetah_vel", "walker_params"})
 
 # UNICORN (Li et al., NeurIPS 2024), Table 2: 20 test tasks, 6 seeds, return with an
-# in-distribution / out-of-distribution context. Its HalfCheetah-Vel is dense, our
-# Sparse-Cheetah-Vel's headline is the paper's dense return too: the same metric, other data.
+# in-distribution / out-of-distribution context, in dense return (its HalfCheetah-Vel has no
+# sparse reward): set beside our dense drop (the context grid's `dense_mean`), other data.
 UNICORN_TABLE2 = {
     ("walker_params", "unicorn"): (419.0, 407.0),
     ("walker_params", "focal"): (308.0, 286.0),

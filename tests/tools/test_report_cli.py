@@ -179,6 +179,17 @@ def test_report_tables_from_analyses_and_figures(tiny_runs, tmp_path):
     prefix = "| sparse_point_robot | tiny | focalpp_batchwise | test | other_policy | 2 | "
     grid_row = next(line for line in result.stdout.splitlines() if line.startswith(prefix))
     assert grid_row.endswith(f"| {np.mean(change):.2f} ± {np.std(change):.2f} |")
+    # the successors' table sets UNICORN's dense numbers beside a dense drop: on a sparse
+    # family the grid's dense cells, not the paper-comparable ones
+    dense = [g["own"]["dense_mean"] - g["other_policy"]["dense_mean"] for g in grids]
+    drops = [g["own"]["paper_mean"] - g["other_policy"]["paper_mean"] for g in grids]
+    assert dense != drops
+    section = result.stdout.split("### In- and out-of-distribution context")[1]
+    prefix = "| sparse_point_robot | tiny | focalpp_batchwise | 2 | "
+    row = [c.strip() for c in next(x for x in section.splitlines() if x.startswith(prefix))
+           .strip("|").split("|")]  # fmt: skip
+    assert row[6] == f"{np.mean(drops):.2f} ± {np.std(drops):.2f}"
+    assert row[8] == f"{np.mean(dense):.2f} ± {np.std(dense):.2f}"
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
     assert "curves-paper-sparse_point_robot-tiny.png" in report
@@ -247,7 +258,8 @@ def test_report_sets_the_successors_drop_against_focals(tiny_runs):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3] == "2"
     assert cells[6] == f"{np.mean(drops['csro']):.2f} ± {np.std(drops['csro']):.2f}"
-    assert cells[8:] == ["-", "-"]  # UNICORN's Table 2 has no point robot
+    assert cells[8] == cells[6]  # a dense family: its drop is the dense drop
+    assert cells[9:] == ["-", "-"]  # UNICORN's Table 2 has no point robot
     prefix = "| point_robot_wind | tiny | - | drop, own → other_policy context (test) | csro"
     line = next(x for x in result.stdout.splitlines() if x.startswith(prefix))
     order = [c.strip() for c in line.strip("|").split("|")]

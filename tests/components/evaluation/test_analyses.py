@@ -166,6 +166,8 @@ def test_analyze_cli_on_a_real_run(tiny_run):
     grid = results["context_grid"]
     # the test split's own-data cell is the run's final meta-test, exactly
     assert grid["cells"]["test"]["own"]["mean"] == final
+    dense_final = json.loads((tiny_run / "eval.json").read_text())["dense_return_mean"]
+    assert grid["cells"]["test"]["own"]["dense_mean"] == dense_final != final
     sources = {"own", "random", "medium", "expert", "mixed", "other_policy", "online"}
     sources.discard(shift["train_quality"])  # the test quality is "own"
     assert set(grid["cells"]["train"]) == set(grid["cells"]["test"]) == sources | {"own"}
