@@ -399,6 +399,15 @@ def _ood_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
         measure = f"drop, own → {OOD_SOURCE} context (test)"
         claim = claimed_ood_order(env, stem)
         rows.append(_drop_row((env, scale, label), measure, stem, x, y, claim, reps))
+        # on a sparse family the same test in dense return, UNICORN's Table 2 metric
+        dx, dy = (
+            _grid_drops(group, measure=_dense_return),
+            _grid_drops(against, measure=_dense_return),
+        )
+        if dx != x and None not in dx + dy:
+            rows.append(
+                _drop_row((env, scale, label), f"{measure}, dense", stem, dx, dy, claim, reps)
+            )
     return rows
 
 

@@ -17,7 +17,7 @@ def tiny_runs(tiny_data, tmp_path_factory) -> Path:
     """Two seeds of FOCAL and of the batch-wise row on Sparse-Point-Robot, and of FOCAL and
     CSRO on Point-Robot-Wind (named `<recipe>-wind-s<seed>`), at the tiny scale, analysed."""
     runs = tmp_path_factory.mktemp("report-runs")
-    cases = [(r, "sparse_point_robot", r) for r in ("focal", "focalpp_batchwise")]
+    cases = [(r, "sparse_point_robot", r) for r in ("focal", "focalpp_batchwise", "csro")]
     cases += [(r, "point_robot_wind", f"{r}-wind") for r in ("focal", "csro")]
     for recipe, env, name in cases:
         for seed in (0, 1):
@@ -40,6 +40,8 @@ def tiny_runs(tiny_data, tmp_path_factory) -> Path:
     for which, analyses in (
         ("*", "embedding_variance,task_vectors"),
         ("focalpp_batchwise-*", "distribution_shift,context_grid"),
+        ("focal-s*", "context_grid"),
+        ("csro-s*", "context_grid"),
         ("*-wind-*", "context_grid"),
     ):
         analysed = cli("analyze", *map(str, sorted(runs.glob(which))), "--analyses", analyses)
@@ -272,3 +274,20 @@ def test_report_sets_the_successors_drop_against_focals(tiny_runs):
         "same within noise" if low <= 0.5 <= high else "reproduced" if low > 0.5 else "reversed"
     )
     assert order[9] == expected
+    # a sparse family: the same test again in dense return (UNICORN's metric), from the
+    # grid's dense cells
+    dense = {}
+    for recipe in ("focal", "csro"):
+        grids = [
+            a["context_grid"]["cells"]["test"] for a in _records(tiny_runs, recipe, "analysis.json")
+        ]
+        dense[recipe] = [g["own"]["dense_mean"] - g["other_policy"]["dense_mean"] for g in grids]
+    prefix = (
+        "| sparse_point_robot | tiny | - | drop, own → other_policy context (test), dense | csro"
+    )
+    line = next(x for x in result.stdout.splitlines() if x.startswith(prefix))
+    p = np.mean([(x < y) + 0.5 * (x == y) for x in dense["csro"] for y in dense["focal"]])
+    point = float(re.findall(r"[-\d.]+", line.split("|")[8])[0])
+    assert point == pytest.approx(p, abs=0.005)
+    wind = "| point_robot_wind | tiny | - | drop, own → other_policy context (test), dense"
+    assert not any(x.startswith(wind) for x in result.stdout.splitlines())  # dense family
