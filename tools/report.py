@@ -66,9 +66,11 @@ from components.reporting.paper import (
 from components.reporting.run_dir import atomic_write_text
 from components.reporting.run_record import read_run_record
 from components.reporting.successors import (
+    NOTHING_TO_LOSE,
     SUCCESSORS,
     UNICORN_TABLE2,
     claimed_ood_order,
+    nothing_to_lose,
     unicorn_drop,
 )
 from components.sweep.runner import INDEX, read_index
@@ -398,16 +400,21 @@ def _ood_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
             continue
         measure = f"drop, own → {OOD_SOURCE} context (test)"
         claim = claimed_ood_order(env, stem)
-        rows.append(_drop_row((env, scale, label), measure, stem, x, y, claim, reps))
+        found = [(measure, _shift_return, x, y)]
         # on a sparse family the same test in dense return, UNICORN's Table 2 metric
         dx, dy = (
             _grid_drops(group, measure=_dense_return),
             _grid_drops(against, measure=_dense_return),
         )
         if dx != x and None not in dx + dy:
-            rows.append(
-                _drop_row((env, scale, label), f"{measure}, dense", stem, dx, dy, claim, reps)
-            )
+            found.append((f"{measure}, dense", _dense_return, dx, dy))
+        for name, cell, drops, focal in found:
+            row = _drop_row((env, scale, label), name, stem, drops, focal, claim, reps)
+            if claim[0] and nothing_to_lose(
+                _grid_cells(group, "own", cell), _grid_cells(against, OOD_SOURCE, cell)
+            ):
+                row = (*row[:-1], NOTHING_TO_LOSE)
+            rows.append(row)
     return rows
 
 
@@ -677,6 +684,15 @@ def _dense_return(cell: dict) -> float | None:
     if "dense_mean" in cell:
         return cell["dense_mean"]
     return None if "paper_mean" in cell else cell["mean"]
+
+
+def _grid_cells(group: list[dict], source: str, measure) -> list[float]:
+    """Each seed's test return with the context from `source` (the context grid)."""
+    return [
+        measure(run["analysis"]["context_grid"]["cells"]["test"][source])
+        for run in group
+        if source in run["analysis"].get("context_grid", {}).get("cells", {}).get("test", {})
+    ]
 
 
 def _grid_drops(group: list[dict], source: str = OOD_SOURCE, measure=_shift_return) -> list:

@@ -44,3 +44,14 @@ def claimed_ood_order(env: str, row: str) -> tuple[bool | None, str]:
         return True, "smaller (the successors' claim)"
     sign = "<" if ours < focal else (">" if ours > focal else "=")
     return True, f"smaller (UNICORN Table 2: {ours:g} {sign} {focal:g})"
+
+
+NOTHING_TO_LOSE = "no claim here (nothing to lose: below FOCAL's out-of-distribution return)"
+
+
+def nothing_to_lose(own: list[float], focal_other: list[float]) -> bool:
+    """Whether a row's smaller drop says nothing: its mean return with the task's own data
+    lies below FOCAL's with another task's behaviour policy. A row that never learned to
+    read the task from its context loses nothing when the context changes; that is no
+    robustness."""
+    return sum(own) / len(own) < sum(focal_other) / len(focal_other)
