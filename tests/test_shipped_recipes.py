@@ -59,7 +59,7 @@ def test_every_recipe_composes_on_every_column_and_scale(recipe):
             assert (comp.experiment.env, comp.experiment.scale) == (env, scale)
 
 
-SUCCESSORS = ("corro", "csro", "unicorn", "unicorn_sup")  # docs/METHODS.md
+SUCCESSORS = ("corro", "corro_model", "csro", "unicorn", "unicorn_sup")  # docs/METHODS.md
 
 
 def test_the_paper_rows_baselines_and_successors_are_the_recipes():

@@ -382,7 +382,7 @@ class FocalTrainer:
                     f"{type(self.family).__name__}'s tasks differ in dynamics that have no "
                     "closed form here: a transition cannot be relabeled as another task's "
                     "(its next state is unknown); use an objective that does not relabel (for "
-                    "corro: corro.outcome = 'noise')"
+                    "corro: corro.outcome = 'model', recipes/corro_model.gin)"
                 )
             next_obs = moved.to(next_obs.dtype)
         reward = self.family.sparse_reward if self.layout.sparse else self.family.reward

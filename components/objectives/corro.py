@@ -10,17 +10,20 @@ A task shows itself in what follows (s, a) — the reward and the next state —
   L = −E log e^{q·k/τ} / (e^{q·k/τ} + Σ_n e^{q·k⁻_n/τ})
 
 so that nothing about (s, a) helps to tell the positive from the negatives. Negatives come
-from one of two generators (`outcome`), with the global torch generator, which checkpoints
+from one of three generators (`outcome`), with the global torch generator, which checkpoints
 keep: perturbing the outcome, r̃ = r + N(0, σ_r²) (CORRO's `reward_randomize`) and
-s̃′ = s′ + N(0, σ_s²); or relabeling it as another training task's — the reward that task gives
+s̃′ = s′ + N(0, σ_s²); relabeling it as another training task's — the reward that task gives
 (s, a, s′), and the next state its dynamics give where the family has them in closed form (the
-point robots; for MuJoCo dynamics, CORRO learns a model).
+point robots, the cheetahs' and the ant's rewards); or drawing it from a learned model of
+(s′, r) given (s, a) pooled over tasks (CORRO's default generator, a CVAE:
+components/objectives/outcome_model.py), which needs no closed form (Walker's bodies).
 
-Against CORRO's code: its default generator is a CVAE of (r, s′) given (s, a) pre-trained on
-all tasks' data (not built here); it pre-trains the encoder with this loss and then freezes it,
-where here the encoder learns from it beside a critic that sees z detached — the encoder never
-learns from the critic in either. The positive is the next transition of the same context
-batch (the batch is drawn at random, so it is a random one).
+Against CORRO's code: its CVAE is pre-trained (100 epochs) before the encoder, and the encoder
+pre-trained with this loss and then frozen; here the CVAE, the encoder and the critic learn
+side by side from the first step (the CVAE by its own loss term, on the context batch; the
+critic sees z detached — the encoder never learns from the critic in either), so the first
+negatives are a young model's. The positive is the next transition of the same context batch
+(the batch is drawn at random, so it is a random one).
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
+from components.objectives.outcome_model import OutcomeCVAE
 from registry import RecipeError, register
-from registry.constraints import NonNegativeFloat, PositiveFloat, PositiveInt
+from registry.constraints import NonNegativeFloat, PositiveFloat, PositiveInt, Widths
 from registry.validation import check_arguments
 
 
@@ -48,11 +52,17 @@ class CORROInfoNCE(nn.Module):
             anchor's (s, a) under the task of another row of the meta-batch: its reward, and
             its next state where the family's dynamics have a closed form — CORRO's
             relabeling; noise is told apart by itself wherever real outcomes are exact, a
-            sparse reward or a deterministic step, a relabeled outcome is not).
+            sparse reward or a deterministic step, a relabeled outcome is not), or 'model'
+            (a draw from a CVAE of (s′, r) given (s, a), fitted beside the encoder on the
+            context batches of all tasks pooled: CORRO's default, for dynamics without a
+            closed form).
         temperature: τ (CORRO: 0.1).
         reward_noise: σ_r of the 'noise' rewards (CORRO: 0.5).
         next_obs_noise: σ_s of the 'noise' next states (0: rewards only; CORRO's CVAE
             generates both).
+        obs_dim, act_dim: sizes (set by the algorithm; the 'model' generator's networks).
+        model_noise_dim, model_hidden, model_kl_weight: the CVAE's noise dimensions, hidden
+            widths and KL weight β (CORRO's walker: 64, (128,), 0.2).
     """
 
     def __init__(
@@ -63,11 +73,32 @@ class CORROInfoNCE(nn.Module):
         temperature: PositiveFloat = 0.1,
         reward_noise: NonNegativeFloat = 0.5,
         next_obs_noise: NonNegativeFloat = 0.1,
+        obs_dim: PositiveInt | None = None,
+        act_dim: PositiveInt | None = None,
+        model_noise_dim: PositiveInt = 64,
+        model_hidden: Widths = (128,),
+        model_kl_weight: NonNegativeFloat = 0.2,
     ):
         super().__init__()
         check_arguments("corro", type(self).__init__, locals())
-        if outcome not in ("noise", "relabel"):
-            raise RecipeError(f"corro.outcome must be 'noise' or 'relabel', got {outcome!r}")
+        if outcome not in ("noise", "relabel", "model"):
+            raise RecipeError(
+                f"corro.outcome must be 'noise', 'relabel' or 'model', got {outcome!r}"
+            )
+        self.model = None
+        if outcome == "model":
+            if obs_dim is None or act_dim is None:
+                raise RecipeError(
+                    "corro.outcome = 'model' needs obs_dim and act_dim (its trainer sets them "
+                    "for objectives that name them)"
+                )
+            self.model = OutcomeCVAE(
+                obs_dim,
+                act_dim,
+                noise_dim=model_noise_dim,
+                hidden=tuple(model_hidden),
+                kl_weight=model_kl_weight,
+            )
         if outcome == "noise" and reward_noise == 0 and next_obs_noise == 0:
             raise RecipeError(
                 "corro.reward_noise and corro.next_obs_noise are both 0: the negatives would "
@@ -83,6 +114,8 @@ class CORROInfoNCE(nn.Module):
         is one that task would have produced)."""
         n = self.negatives
         repeated = context.map(lambda x: x.repeat_interleave(n, dim=1))
+        if self.model is not None:
+            return self.model.sample(repeated)
         if self.outcome == "relabel":
             rows = len(task)
             offset = torch.randint(1, max(rows, 2), repeated.reward.shape, device=task.device)
@@ -118,8 +151,11 @@ class CORROInfoNCE(nn.Module):
         negative = torch.einsum("tbz,tbnz->tbn", q, negatives)  # [T, B, N]
         logits = torch.cat([positive, negative], -1) / self.temperature
         log_prob = torch.log_softmax(logits, -1)[..., 0]
-        return {
+        terms = {
             "loss_contrastive": -log_prob.mean(),
             "corro_positive_rank": (logits.argmax(-1) == 0).float().mean().detach(),
             "corro_negatives_as_anchor": same.float().mean(),
         }
+        if self.model is not None:  # the generator learns on the context, tasks pooled
+            terms.update(self.model.loss(emb.context))
+        return terms

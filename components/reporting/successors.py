@@ -12,7 +12,7 @@ context holds no reward at all; no method can read the task from it, and no side
 
 from __future__ import annotations
 
-SUCCESSORS = ("corro", "csro", "unicorn", "unicorn_sup")
+SUCCESSORS = ("corro", "corro_model", "csro", "unicorn", "unicorn_sup")
 CONTEXT_CARRIES_TASK = frozenset({"point_robot_wind", "sparse_cheetah_vel", "walker_params"})
 
 # UNICORN (Li et al., NeurIPS 2024), Table 2: 20 test tasks, 6 seeds, return with an

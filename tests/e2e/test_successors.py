@@ -14,6 +14,7 @@ from tests.conftest import run_row
 
 LOSSES = {
     "corro": {"loss_contrastive", "corro_positive_rank", "loss_q", "loss_policy"},
+    "corro_model": {"loss_contrastive", "loss_outcome_model", "outcome_model_mse", "loss_q"},
     "csro": {"loss_dml", "loss_club", "loss_club_estimator", "loss_q", "loss_policy"},
     "unicorn": {"loss_dml", "loss_reconstruction", "reconstruction_nll", "loss_q"},
     "unicorn_sup": {"loss_dml", "loss_classifier", "classifier_accuracy", "loss_q"},
@@ -110,5 +111,22 @@ def test_relabeling_refuses_dynamics_without_a_closed_form(tiny_data, tmp_path):
     _, trainer = run_row("corro.gin", "walker_params", tiny_data, tmp_path / "run", train=False)
     tasks = torch.tensor([0, 1])
     context = trainer.train.sample(tasks, 4)
-    with pytest.raises(RecipeError, match=r"no closed form.*corro\.outcome = 'noise'"):
+    with pytest.raises(RecipeError, match=r"no closed form.*corro\.outcome = 'model'"):
         trainer.relabel_transitions(context, tasks.roll(1)[:, None].expand(2, 4))
+
+
+def test_corro_with_a_learned_outcome_model_runs_on_walker(tiny_data, tmp_path):
+    """Where relabeling cannot serve (Walker's bodies), CORRO's own generator does: the CVAE
+    of (s′, r) given (s, a) learns beside the encoder and its negatives feed the loss."""
+    _, untrained = run_row(
+        "corro_model.gin", "walker_params", tiny_data, tmp_path / "built", train=False
+    )
+    before = [p.detach().clone() for p in untrained.objective.model.parameters()]
+    metrics, algorithm = run_row("corro_model.gin", "walker_params", tiny_data, tmp_path / "run")
+    records = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    train = [r for r in map(json.loads, records) if r["kind"] == "train"]
+    assert LOSSES["corro_model"] <= set(train[-1])
+    assert train[-1]["outcome_model_mse"] < train[0]["outcome_model_mse"]
+    after = list(algorithm.objective.model.parameters())
+    assert all(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
+    assert metrics["headline"].startswith("test ")

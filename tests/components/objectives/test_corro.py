@@ -115,7 +115,7 @@ def test_relabeled_negatives_carry_another_rows_outcome_of_the_same_transition()
         query = torch.zeros(T, B, 4)
         emb = TaskEmbeddings(query, query.mean(1), task, context=ctx, encode=features)
         corro(emb)
-    with pytest.raises(RecipeError, match="'noise' or 'relabel'"):
+    with pytest.raises(RecipeError, match="'noise', 'relabel' or 'model'"):
         CORROInfoNCE(outcome="cvae")
 
 
