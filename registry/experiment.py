@@ -24,6 +24,7 @@ class Experiment:
     scale: str
     seed: int
     device: str
+    analyses: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,10 @@ def experiment(
     scale: str = "cpu",
     seed: int = 0,
     device: str = "auto",
+    analyses: tuple[str, ...] | list[str] = (),
 ) -> Experiment:
-    """Validate and return the recipe's top-level choices."""
+    """Validate and return the recipe's top-level choices. `analyses`: registered analyses
+    (`tools/analyze.py`) that `tools/run.py` runs on the run once it has finished."""
     known = ", ".join(e.name for e in entries("algorithm")) or "none registered"
     if algorithm is None:
         raise RecipeError(
@@ -69,4 +72,6 @@ def experiment(
         raise RecipeError(
             f"experiment.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
         )
-    return Experiment(algorithm, entry.name, env, scale, seed, device)
+    if isinstance(analyses, str) or not all(isinstance(a, str) for a in analyses):
+        raise RecipeError(f"experiment.analyses must be a list of analysis names, got {analyses!r}")
+    return Experiment(algorithm, entry.name, env, scale, seed, device, tuple(analyses))

@@ -23,7 +23,6 @@ them.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,14 +30,9 @@ from pathlib import Path
 from rich.markup import escape
 
 from components.evaluation.analyses import NAMES as ANALYSES  # registers them
+from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.console import out, run_tool
-from components.reporting.run_dir import atomic_write_text
-from components.reporting.run_record import load_trained
-from registry import get, load_plugin
-from registry.recipes import parse_bindings
-from registry.validation import check_bindings
-
-ANALYSIS = "analysis.json"
+from registry import load_plugin
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -51,37 +45,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def analyse(run_dir: Path, names: list[str], bindings: list[str]) -> dict:
-    trained = load_trained(run_dir)
-    parse_bindings(bindings, "--gin_param")
-    check_bindings()
-    figures = run_dir / "figures"
-    figures.mkdir(exist_ok=True)
-    path = run_dir / ANALYSIS
-    results = json.loads(path.read_text()) if path.is_file() else {}
-    for name in names:
-        analysis = get("analysis", name)()
-        results[name] = analysis(trained, figures)
-        atomic_write_text(path, json.dumps(results, indent=1))
-    trained.evaluator.close()
-    return results
-
-
 def execute(args: argparse.Namespace) -> int:
     for plugin in args.plugin:
         load_plugin(plugin)  # a new analysis outside the package registers itself here
     names = [n.strip() for n in args.analyses.split(",") if n.strip()]
-    for name in names:
-        get("analysis", name)  # an unknown name fails before any work, with suggestions
+    check_names(names)
     for run_dir in args.runs:
         results = analyse(run_dir, names, args.gin_param)
         out.print(f"[bold]{escape(str(run_dir))}[/]")
         for name in names:
-            scalars = {k: v for k, v in results[name].items() if not isinstance(v, (list, dict))}
-            shift = results[name].get("shift")
-            if shift:
-                scalars.update({f"test with {q}": round(v["mean"], 3) for q, v in shift.items()})
-            out.print(escape(f"  {name}: {scalars}"))
+            out.print(escape(f"  {name}: {scalars(results[name])}"))
     return 0
 
 

@@ -11,6 +11,10 @@ the resolved choices, creates a fresh run directory, writes the operative `confi
 `run.json` (recipe, env, scale, seed, device) once the algorithm has built its parts, runs it and
 prints its headline last.
 
+A recipe (or `--gin_param`) may bind `experiment.analyses = ['context_grid', ...]`: registered
+analyses of `tools/analyze.py`, run on the finished run and merged into its analysis.json (the
+successors' recipes ask for the context grid).
+
 `--resume RUN_DIR` continues a run that was stopped (Ctrl-C, SIGTERM, a crash, a killed
 machine) from its last checkpoint, with the choices recorded in its run.json; a finished run is
 reported and left alone.
@@ -31,6 +35,7 @@ import torch
 from rich.markup import escape
 from rich.table import Table
 
+from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.checkpoint import CHECKPOINT
 from components.reporting.console import err, out, run_tool
 from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir
@@ -183,9 +188,10 @@ def execute(args: argparse.Namespace) -> int:
             plugins=args.plugin,
         )
     show_choices(comp)
+    exp = comp.experiment
+    check_names(exp.analyses)  # a misspelt analysis fails before the run, not after it
     if args.dry_run:
         return 0
-    exp = comp.experiment
     resume = args.resume is not None
     if resume:
         run_dir = args.resume
@@ -238,6 +244,10 @@ def execute(args: argparse.Namespace) -> int:
                 e.args = (f"{e}\n(no checkpoint had been written: {run_dir} was removed)",)
         raise
     atomic_write_text(run_dir / "config.gin", operative_config())
+    if exp.analyses:
+        results = analyse(run_dir, exp.analyses)
+        for name in exp.analyses:
+            out.print(escape(f"{name}: {scalars(results[name])}"))
     headline = metrics.pop("headline", None)
     for key, value in metrics.items():
         out.print(escape(f"{key}: {value}"))

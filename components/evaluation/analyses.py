@@ -1,4 +1,9 @@
-"""Importing this module registers every analysis of a trained run (kind `evaluator`)."""
+"""Importing this module registers every analysis of a trained run (kind `analysis`);
+`analyse` runs some on a run directory and merges their results into its analysis.json."""
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
 
 import components.evaluation.attention_weights
 import components.evaluation.context_grid
@@ -7,6 +12,11 @@ import components.evaluation.embedding_variance
 import components.evaluation.ood_context
 import components.evaluation.task_vectors
 import components.evaluation.tsne  # noqa: F401
+from components.reporting.run_dir import atomic_write_text
+from components.reporting.run_record import load_trained
+from registry import get
+from registry.recipes import parse_bindings
+from registry.validation import check_bindings
 
 NAMES = (
     "embedding_variance",
@@ -17,3 +27,39 @@ NAMES = (
     "ood_context",
     "context_grid",
 )
+
+ANALYSIS = "analysis.json"
+
+
+def check_names(names: Sequence[str]) -> None:
+    """An unknown analysis fails here, before any work, with suggestions."""
+    for name in names:
+        get("analysis", name)
+
+
+def analyse(run_dir: Path, names: Sequence[str], bindings: Sequence[str] = ()) -> dict:
+    """Rebuild a finished run from its record and checkpoint, run `names` on it and merge
+    their results into run_dir/analysis.json (written after each); figures go to
+    run_dir/figures/."""
+    trained = load_trained(run_dir)
+    parse_bindings(list(bindings), "--gin_param")
+    check_bindings()
+    figures = run_dir / "figures"
+    figures.mkdir(exist_ok=True)
+    path = run_dir / ANALYSIS
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    for name in names:
+        analysis = get("analysis", name)()
+        results[name] = analysis(trained, figures)
+        atomic_write_text(path, json.dumps(results, indent=1))
+    trained.evaluator.close()
+    return results
+
+
+def scalars(result: dict) -> dict:
+    """An analysis's result as one printable line's worth: its scalars, and Table 3's
+    returns per test-context quality."""
+    found = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
+    for quality, cell in (result.get("shift") or {}).items():
+        found[f"test with {quality}"] = round(cell["mean"], 3)
+    return found

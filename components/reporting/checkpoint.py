@@ -65,10 +65,16 @@ def restore_rng_state(state: dict[str, Any], generators: dict[str, torch.Generat
         g.set_state(state["generators"][name])
 
 
+# What is measured after a run does not configure it: left out of the fingerprint, so asking
+# for other analyses (or a recipe that asks for them) still resumes and analyses a run.
+_AFTER_THE_RUN = re.compile(r"^experiment\.analyses = .*?(?=^\S|\Z)", re.MULTILINE | re.DOTALL)
+
+
 def config_fingerprint() -> str:
     """SHA-256 of the parsed gin configuration (every binding of the recipe, its columns and
-    flags): a resumed run must be configured exactly as the run it continues."""
-    return hashlib.sha256(gin.config_str().encode()).hexdigest()
+    flags but `experiment.analyses`): a resumed run must be configured exactly as the run it
+    continues."""
+    return hashlib.sha256(_AFTER_THE_RUN.sub("", gin.config_str()).encode()).hexdigest()
 
 
 def _numpy_state() -> tuple:

@@ -72,7 +72,7 @@ def run_study(
                 AnalyzeSpec(
                     f"analyze-{spec.name}",
                     str(out / "runs" / spec.name),
-                    study.analyses,
+                    _missing(out / "runs" / spec.name, study.analyses),
                     study.plugins,
                 ),
                 str(out),
@@ -81,7 +81,7 @@ def run_study(
             for spec in study.runs()
             if final.get(spec.name)
             and final[spec.name].status == "done"
-            and not _analysed(out / "runs" / spec.name, study.analyses)
+            and _missing(out / "runs" / spec.name, study.analyses)
         ]
         done, _ = _with_retries(backend, jobs, study.retries, on_outcome)
         analysed = {name.removeprefix("analyze-"): o for name, o in done.items()}
@@ -140,9 +140,12 @@ def _claim(out: Path, study: Study) -> None:
     atomic_write_text(spec_file, json.dumps(study.to_dict(), indent=1))
 
 
-def _analysed(run_dir: Path, names: tuple[str, ...]) -> bool:
+def _missing(run_dir: Path, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The analyses of `names` that a run has no result of yet (its recipe may have run
+    some at its end: `experiment.analyses`)."""
     path = run_dir / "analysis.json"
-    return path.is_file() and set(names) <= set(json.loads(path.read_text()))
+    done = set(json.loads(path.read_text())) if path.is_file() else set()
+    return tuple(n for n in names if n not in done)
 
 
 def _index(study, backend_name, out, final, attempts, before, datasets, analysed) -> dict[str, Any]:

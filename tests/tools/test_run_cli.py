@@ -81,6 +81,10 @@ def test_plugin_flag_makes_outside_component_usable(tmp_path):
         ),
         (["--recipe", "lab_row.gin"], "unknown component or configurable 'lab_cube'"),
         (["--recipe", "toy_row.gin", "--plugin", "/nope/x.py"], "plugin file not found"),
+        (
+            ["--recipe", "toy_row.gin", "--gin_param", "experiment.analyses = ['context_grd']"],
+            "unknown analysis 'context_grd'. did you mean: context_grid",
+        ),
     ],
 )
 def test_bad_input_exits_nonzero_with_message_and_no_traceback(args, message, tmp_path):
@@ -147,3 +151,26 @@ def test_run_builds_a_missing_dataset_on_first_use(tmp_path, monkeypatch):
     second = run_cli(*args, "--out", str(tmp_path / "run2"), recipes=ROOT / "recipes")
     assert second.returncode == 0, second.stderr
     assert manifest.stat().st_mtime_ns == built  # reused, not rebuilt
+
+
+def test_a_run_ends_with_the_analyses_its_recipe_asks_for(tiny_data, tmp_path):
+    """`experiment.analyses`: the finished run is analysed as tools/analyze.py would (the
+    context grid's own-data test cell is the run's final meta-test), and asking for analyses
+    leaves the configuration's fingerprint, so the run still resumes and re-analyses."""
+    out = tmp_path / "run"
+    r = cli(
+        "run", "--recipe", "csro.gin", "--env", "point_robot_wind", "--scale", "tiny",
+        "--out", str(out), "--gin_param", f"focal.data_root = '{tiny_data}'",
+        "--gin_param", "experiment.analyses = ['context_grid']",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "context_grid: {'episodes':" in r.stdout
+    grid = json.loads((out / "analysis.json").read_text())["context_grid"]
+    final = json.loads((out / "eval.json").read_text())["test_return_mean"]
+    assert grid["cells"]["test"]["own"]["mean"] == final
+    again = cli("analyze", str(out), "--analyses", "embedding_variance")
+    assert again.returncode == 0, again.stderr
+    assert set(json.loads((out / "analysis.json").read_text())) == {
+        "context_grid",
+        "embedding_variance",
+    }

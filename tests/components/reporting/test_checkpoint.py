@@ -109,3 +109,21 @@ def test_a_checkpoint_from_before_digests_still_loads(tmp_path):
     torch.save(legacy, tmp_path / CHECKPOINT)
     loaded = load_checkpoint(tmp_path)
     assert loaded["step"] == 3 and isinstance(loaded["rng"]["numpy"][1], np.ndarray)
+
+
+def test_the_fingerprint_ignores_what_is_measured_after_the_run():
+    """Asking for analyses (`experiment.analyses`) does not configure the run: a run resumes
+    and re-analyses whatever analyses its recipe asks for now; any other binding counts."""
+    from components.reporting.checkpoint import config_fingerprint
+    from registry import compose
+
+    def fingerprint(*bindings: str) -> str:
+        compose("csro.gin", env="point_robot_wind", scale="tiny", bindings=list(bindings))
+        return config_fingerprint()
+
+    plain = fingerprint()
+    many = "experiment.analyses = ['context_grid', 'embedding_variance', 'task_vectors', 'tsne']"
+    assert fingerprint(many) == plain  # a list long enough to wrap over several lines
+    assert fingerprint("experiment.analyses = ['context_grid']") == plain
+    assert fingerprint("club.weight = 6.0") != plain
+    assert fingerprint("experiment.seed = 1") != plain
