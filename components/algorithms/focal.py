@@ -460,6 +460,15 @@ class FocalTrainer:
         """The random generators of its own that a checkpoint keeps."""
         return {"sampler": self.generator}
 
+    def parts(self) -> dict[str, torch.nn.Module | None]:
+        """The networks, in the order a step uses them (the loop watches them for NaN / inf)."""
+        return {
+            "encoder": self.encoder,
+            "key encoder": self.key_encoder,
+            "objective": self.objective,
+            "agent": self.agent,
+        }
+
     def evaluation_steps(self) -> set[int]:
         """Steps after which the meta-test runs besides the last one."""
         if not self.loop.eval_every:

@@ -6,7 +6,7 @@ loop does the rest, the same for every algorithm:
 
     while step < steps:
         learning rates for this step → learner.train_step() → step += 1
-        every log_every steps: finite? → metrics.jsonl
+        every log_every steps: finite? (losses, and every part's tensors) → metrics.jsonl
         at each meta-test step: finite? → learner.evaluate() → metrics.jsonl → checkpoint
         every checkpoint_every steps (between meta-tests): finite? → checkpoint
     the final meta-test → checkpoint → eval.json, summary.md
@@ -39,7 +39,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from components.algorithms.finite import FiniteWatch
 from components.algorithms.precision import AUTO, PRECISIONS, PrecisionChoice, Trial, choose
+from components.evaluation.episodes import NonFiniteActions
 from components.evaluation.meta_test import MetaTestResult
 from components.reporting.checkpoint import (
     CHECKPOINT,
@@ -81,6 +83,7 @@ class Learner(Protocol):
     def evaluation_steps(self) -> set[int]: ...
     def optimizers(self) -> list[torch.optim.Optimizer]: ...
     def generators(self) -> dict[str, torch.Generator]: ...
+    def parts(self) -> dict[str, torch.nn.Module | None]: ...  # in the order a step uses them
     def parts_state(self) -> dict[str, Any]: ...  # networks and optimisers
     def load_parts_state(self, state: dict[str, Any]) -> None: ...
     def summary(self, result: MetaTestResult, seconds: float) -> str: ...
@@ -131,6 +134,7 @@ class TrainingLoop:
         self._seconds_before, self._started = 0.0, time.perf_counter()
         self._log: MetricsLog | None = None
         self._resume_log: tuple[int, int] | None = None
+        self._watch: FiniteWatch | None = None
 
     # --- one step ---------------------------------------------------------------------------
     def autocast(self, precision: str | None = None):
@@ -232,6 +236,7 @@ class TrainingLoop:
         self._log = log = MetricsLog(run_dir, resume=self._resume_log)
         eval_at = learner.evaluation_steps()
         result = None
+        self._watch = watch = FiniteWatch(learner.parts())
         try:
             with _progress(self.show_progress) as bar, StopRequests() as stop:
                 task = bar.add_task("training", total=self.steps, completed=self.step)
@@ -243,8 +248,10 @@ class TrainingLoop:
                             f"continue with: python tools/run.py --resume {run_dir}"
                         )
                     self.set_learning_rates(learner.optimizers())
+                    watch.begin(self.step + 1)
                     with self.autocast():
                         metrics = learner.train_step()
+                    watch.end(metrics)
                     self.step += 1
                     for k, v in metrics.items():  # on the device: no sync until logging
                         self._sums[k] = self._sums.get(k, 0.0) + v
@@ -269,6 +276,7 @@ class TrainingLoop:
                     bar.update(task, completed=self.step)
             result = self._evaluate_and_save(learner, log)
         finally:
+            watch.close()
             log.close()
             learner.close()
         seconds = self.seconds()
@@ -278,31 +286,40 @@ class TrainingLoop:
         return result, seconds
 
     def _evaluate_and_save(self, learner: Learner, log: MetricsLog) -> MetaTestResult:
-        result = learner.evaluate()
+        try:
+            result = learner.evaluate()
+        except NonFiniteActions as e:
+            raise TrainingDiverged(
+                f"in the meta-test at step {self.step}, {e}; training stopped and "
+                f"{self._kept()}. Look at the encoder's task vectors on test contexts"
+            ) from e
         record = result.to_dict()
         log.write(self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)})
         self.save(learner)
         return result
 
     def check_finite(self) -> None:
-        """The losses summed since the last record are finite (a NaN or inf in any step makes
-        its sum so); checked when logging and before a checkpoint, never per step, so the
-        training loop does not wait on the device."""
+        """Every loss summed since the last record, and every tensor of every part, is finite;
+        else stop, naming where the first non-finite value appeared (`FiniteWatch`). Checked
+        when logging and before a checkpoint, never per step, so the loop does not wait on the
+        device."""
         losses = {k: v for k, v in self._sums.items() if k.startswith("loss_")}
-        if not losses or bool(torch.isfinite(torch.stack(list(losses.values()))).all()):
+        findings = self._watch.check(losses) if self._watch else None
+        if not findings:
             return
-        bad = next(k for k, v in losses.items() if not math.isfinite(float(v)))
         since = self.step - (self.step % self.log_every or self.log_every) + 1
-        checkpoint = self.run_context.run_dir / CHECKPOINT
-        kept = (
-            f"the last good checkpoint is {checkpoint}"
-            if checkpoint.exists()
-            else "no checkpoint had been written yet"
-        )
         raise TrainingDiverged(
-            f"{bad} became {float(losses[bad])} in steps {since}-{self.step}; training stopped and "
-            f"{kept}. Lower the learning rates or the reward scale of the recipe"
+            f"{findings.describe(f'{since}-{self.step}')}; training stopped and "
+            f"{self._kept()}. Lower the learning rates or the reward scale of the recipe, or "
+            "fix the part named"
         )
+
+    def _kept(self) -> str:
+        """What a stopped run leaves to go back to."""
+        checkpoint = self.run_context.run_dir / CHECKPOINT
+        if checkpoint.exists():
+            return f"the last good checkpoint is {checkpoint}"
+        return "no checkpoint had been written yet"
 
 
 def _progress(enabled: bool) -> Progress:

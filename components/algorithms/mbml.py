@@ -160,6 +160,16 @@ class MBMLTrainer(FocalTrainer):
             return set()
         return set(range(self.teacher_steps + every, self.steps, every))
 
+    def parts(self) -> dict[str, torch.nn.Module | None]:
+        """The teachers and models of phase 1, then the student's networks of phase 2."""
+        return {
+            "teachers": self.teachers,
+            "task models": self.task_models,
+            "encoder": self.encoder,
+            "metric": self.metric,
+            "student": self.agent,
+        }
+
     # --- checkpoints -----------------------------------------------------------------------------
     def parts_state(self) -> dict[str, Any]:
         state = super().parts_state()

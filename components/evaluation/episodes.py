@@ -15,6 +15,11 @@ import torch
 
 from components.envs.batched import BatchStep
 from components.envs.family import EnvFamily
+from registry import FocalppError
+
+
+class NonFiniteActions(FocalppError):
+    """The policy acted with a NaN or an infinity (the environment would refuse the step)."""
 
 Policy = Callable[[np.ndarray], np.ndarray]  # observations [N, F] -> actions [N, A]
 
@@ -73,6 +78,15 @@ def agent_policy(act, z: torch.Tensor, device: torch.device) -> Policy:
 
     def policy(obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return act(torch.as_tensor(obs, dtype=torch.float32, device=device), z).cpu().numpy()
+            action = act(torch.as_tensor(obs, dtype=torch.float32, device=device), z).cpu()
+        if not torch.isfinite(action).all():
+            rows = (~torch.isfinite(action)).any(-1).nonzero().flatten().tolist()
+            made_by = "the task vectors z" if not torch.isfinite(z).all() else "the policy"
+            raise NonFiniteActions(
+                f"the policy's actions are not finite for {len(rows)} of {len(action)} "
+                f"episodes (rows {rows[:5]}{' …' if len(rows) > 5 else ''}); the first "
+                f"non-finite value is in {made_by}"
+            )
+        return action.numpy()
 
     return policy

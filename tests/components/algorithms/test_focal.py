@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from components.algorithms.loop import TrainingDiverged
 from components.contracts import ContractError
 from components.reporting.checkpoint import load_checkpoint
 from registry import RecipeError
@@ -102,6 +103,9 @@ def test_distinct_tasks_beyond_the_training_set_are_refused(tiny_data, tmp_path)
         build_row("focalpp.gin", tiny_data, tmp_path, "focal.meta_batch = 500")
 
 
+DIVERGING = DATA / "diverging_parts.py"  # parts that go NaN at a chosen step
+
+
 def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
     out = tmp_path / "run"
     result = cli(
@@ -112,6 +116,8 @@ def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
         "tiny",
         "--out",
         str(out),
+        "--plugin",
+        str(DIVERGING),
         "--gin_param",
         f"focal.data_root = '{tiny_data}'",
         "--gin_param",
@@ -119,13 +125,79 @@ def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
         "--gin_param",
         "focal.eval_every = 2",
         "--gin_param",
-        "focal.encoder_lr = 1e30",  # finite, but the encoder's first step overflows
+        "focal.objective = @diverging_dml",  # its loss is NaN from step 2 on, on any CPU
     )
     assert result.returncode == 2, result.stderr
-    assert "loss_dml became" in result.stderr and "in steps 1-2" in result.stderr
+    assert "loss_dml became nan in steps 1-2" in result.stderr
+    assert "appeared in the output of objective (@diverging_dml) at step 2" in result.stderr
     assert "Traceback" not in result.stderr
     assert "no checkpoint had been written yet" in result.stderr
     assert f"{out} was removed" in result.stderr and not out.exists()  # nothing to resume
+
+
+def diverging_encoder_run(tiny_data, out, after: int):
+    return cli(
+        "run",
+        "--recipe",
+        "focal.gin",
+        "--scale",
+        "tiny",
+        "--out",
+        str(out),
+        "--plugin",
+        str(DIVERGING),
+        "--gin_param",
+        f"focal.data_root = '{tiny_data}'",
+        "--gin_param",
+        "focal.eval_every = 2",
+        "--gin_param",
+        "context_encoder.transition = @diverging_mlp_encoder",
+        "--gin_param",
+        f"diverging_mlp_encoder.after = {after}",
+    )
+
+
+def test_nan_is_traced_to_the_part_that_made_it(tiny_data, tmp_path):
+    """The encoder's output goes NaN at step 4: by the check at the end of that step the NaN
+    has reached every loss and, through the optimisers, the weights of every part it fed; the
+    message still names the encoder's transition encoder, where it appeared first."""
+    out = tmp_path / "run"
+    result = diverging_encoder_run(tiny_data, out, after=3)
+    assert result.returncode == 2, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "loss_dml, loss_q, loss_v, loss_policy became nan in steps 3-4" in said
+    assert "the output of encoder.transition (@diverging_mlp_encoder) at step 4" in said
+    assert "non-finite tensors in encoder (@context_encoder): " in said
+    assert f"the last good checkpoint is {out / 'checkpoint.pt'}" in said
+    assert load_checkpoint(out)["step"] == 2 and "Traceback" not in result.stderr
+
+
+def test_nan_in_a_meta_test_stops_the_run_by_name(tiny_data, tmp_path):
+    """Task vectors that go NaN on the test contexts (the encoder's third call with moved
+    weights is the meta-test's at step 2): a clear stop, not the environment's ValueError."""
+    out = tmp_path / "run"
+    result = diverging_encoder_run(tiny_data, out, after=2)
+    assert result.returncode == 2, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "in the meta-test at step 2, the policy's actions are not finite" in said
+    assert "the first non-finite value is in the task vectors z" in said
+    assert "Traceback" not in result.stderr and "no checkpoint had been written yet" in said
+
+
+def test_non_finite_weights_stop_the_run_though_every_loss_is_finite(tiny_data, tmp_path):
+    """A network no loss reads (the divergence critic, idle with α = 0 on the point robots)
+    holding a NaN: the losses cannot show it, the check of every part's tensors does."""
+    trainer = build_row("focal.gin", tiny_data, tmp_path, "focal.steps = 4", "focal.eval_every = 2")
+    with torch.no_grad():
+        next(trainer.agent.divergence.parameters()).view(-1)[0] = float("inf")
+    trainer.steps = 6
+    with pytest.raises(TrainingDiverged) as stopped:
+        trainer.run()
+    said = str(stopped.value)
+    assert "became" not in said  # no loss went non-finite
+    assert "first appeared in agent (@brac)'s tensors" in said
+    assert "non-finite tensors in agent (@brac): 1 (divergence." in said
+    assert "last good checkpoint" in said and load_checkpoint(tmp_path / "run")["step"] == 4
 
 
 def test_checkpoint_survives_a_later_divergence(tiny_data, tmp_path):
