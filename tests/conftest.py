@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,15 @@ TOY_RECIPES = DATA / "recipes"
 ROOT = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(TOY_RECIPES))  # so tests can `import toy_components` as the recipes do
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One thread per test worker (pyproject runs one worker per core): two PyTorch processes
+    # of two threads each on two cores run several times slower than one after the other. The
+    # variables reach the tools' own processes; set_num_threads, this one.
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    import torch
+
+    torch.set_num_threads(1)
 
 from components.runtime import tune_allocator  # noqa: E402
 
@@ -146,3 +156,11 @@ def run_row(
     context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device=device)
     algorithm = build(comp.experiment.algorithm, run=context)
     return (algorithm.run() if train else None), algorithm
+
+
+def logged_steps(run_dir: Path) -> list[int]:
+    """The steps of a running run's metrics.jsonl records, complete lines only (the line being
+    written when the file is read has no newline yet)."""
+    log = run_dir / "metrics.jsonl"
+    text = log.read_text() if log.exists() else ""
+    return [json.loads(line)["step"] for line in text.split("\n")[:-1] if line]

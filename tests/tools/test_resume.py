@@ -24,7 +24,7 @@ from components.reporting.checkpoint import (
     load_checkpoint,
     remove_stale_temporaries,
 )
-from tests.conftest import ROOT, cli
+from tests.conftest import ROOT, cli, logged_steps
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 STEPS = 300
@@ -63,12 +63,9 @@ def start_run(args: list[str]) -> subprocess.Popen:
 def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
     """Block until the run has logged `step` (it is then past a checkpoint)."""
     deadline = time.monotonic() + 240
-    log = run_dir / "metrics.jsonl"
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        if log.exists() and any(
-            json.loads(line)["step"] >= step for line in log.read_text().splitlines()
-        ):
+        if any(logged >= step for logged in logged_steps(run_dir)):
             return
         time.sleep(0.02)
     raise AssertionError(f"run never reached step {step}")

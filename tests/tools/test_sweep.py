@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cli
+from tests.conftest import ROOT, cli, logged_steps
 
 STEPS = 200
 
@@ -68,11 +68,9 @@ def sweep(*args: str) -> subprocess.Popen:
 
 def kill_when_logged(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 240
-    log = run_dir / "metrics.jsonl"
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        lines = log.read_text().splitlines() if log.exists() else []
-        if any(json.loads(line)["step"] >= step for line in lines):
+        if any(logged >= step for logged in logged_steps(run_dir)):
             pid = run_pid(run_dir)
             if pid is not None:
                 os.kill(pid, signal.SIGKILL)

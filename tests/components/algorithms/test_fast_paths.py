@@ -3,6 +3,8 @@ precision, `torch.compile` within float rounding (both on a fixed batch and seed
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 
@@ -40,6 +42,10 @@ def test_unknown_precision_is_refused(tiny_data, tmp_path):
         first_step_losses(tiny_data, tmp_path, "fp8", "focal.precision = 'fp8'")
 
 
+@pytest.mark.skipif(
+    not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")),
+    reason="torch.compile's CPU back end needs a C++ compiler",
+)
 def test_compiled_network_matches_the_plain_one():
     """What `focal.compile` does to each network: same outputs and gradients."""
     torch.manual_seed(0)
