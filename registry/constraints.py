@@ -13,8 +13,11 @@ The catalogue prints the range next to the argument. A float that passes any ran
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Annotated
+
+from registry.errors import RecipeError
 
 
 @dataclass(frozen=True)
@@ -54,3 +57,19 @@ PositiveFloat = Annotated[float, Range(low=0, low_open=True)]
 NonNegativeFloat = Annotated[float, Range(low=0)]
 Fraction = Annotated[float, Range(low=0, high=1)]
 Widths = tuple[PositiveInt, ...]  # hidden-layer sizes
+# Every generator a run or a dataset build seeds takes this: NumPy's legacy global generator
+# (np.random.seed) takes 32-bit seeds only, and one seed feeds every generator of a run.
+SEED_RANGE = Range(low=0, high=2**32 - 1)
+Seed = Annotated[int, SEED_RANGE]
+
+
+def check_seed(value: object, name: str) -> None:
+    """Refuse a seed that some generator would not take, naming it (`--seed`, `focal.data_seed`)
+    and the range; raised before anything is built or written."""
+    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not integer or not SEED_RANGE.holds(value):
+        raise RecipeError(
+            f"{name}{' ' if name.startswith('--') else ' = '}{value!r}: expected an integer "
+            f"seed {SEED_RANGE.describe()} "
+            "(NumPy's generators take 32-bit seeds)"
+        )

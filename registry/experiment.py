@@ -6,14 +6,19 @@ its flags (defaults come from the recipe), so the operative config records all f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gin
 
+from registry.constraints import check_seed
 from registry.core import entries, entry_of
 from registry.errors import RecipeError
+
+# what torch.device takes for the devices focalpp runs on (cpu:N is torch's alias of cpu)
+DEVICE = re.compile(r"auto|cpu(:\d+)?|cuda(:\d+)?")
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,8 @@ def experiment(
         )
     if not env:
         raise RecipeError("the recipe names no environment: bind `experiment.env` or pass --env")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise RecipeError(f"experiment.seed must be a non-negative integer, got {seed!r}")
-    if not isinstance(device, str) or device.split(":")[0] not in ("auto", "cpu", "cuda"):
+    check_seed(seed, "experiment.seed")
+    if not isinstance(device, str) or not DEVICE.fullmatch(device):
         raise RecipeError(
             f"experiment.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
         )

@@ -4,14 +4,20 @@ Order (later wins): the recipe (with everything it `include`s, base.gin first by
 the environment column `envs/<env>.gin` → the scale `scales/<scale>.gin` → the scale's
 environment-specific part `scales/<scale>/<env>.gin` (if present) → the run's env, scale and
 seed → `--gin_param` bindings. `include` paths resolve against the recipes directory first,
-then the including recipe's own directory, then the working directory. A recipe's `import` lines
-may name modules next to the recipe or in the recipes directory (both are importable while
-recipes are parsed).
+then the recipe's directory, then the working directory, then the including file's own
+directory; an include cycle is an error that names its chain. A recipe's `import` lines may name
+modules next to the recipe or in the recipes directory (both are importable while recipes are
+parsed). Each binding's file and line are kept (`registry.usage`), and a file's
+`# may go unused: name, name.argument` lines declare bindings of it (and of what it includes)
+that a run may leave unread: defaults for parts not every row builds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import inspect
+import io
 import logging
 import os
 import re
@@ -25,12 +31,16 @@ from typing import Any, TypeVar
 
 import gin
 import gin.config
+from gin import config_parser
+from gin import utils as gin_utils
 
+from registry import usage
 from registry.catalog import bindable_arguments
 from registry.core import entries, names
 from registry.errors import FocalppError, RecipeError
 from registry.experiment import Experiment, experiment
 from registry.plugins import load_plugin
+from registry.usage import Source
 from registry.validation import check_bindings
 
 T = TypeVar("T")
@@ -63,6 +73,7 @@ def compose(
     """Clear gin, import plugins, parse recipe → env → scale → bindings; return the experiment."""
     recipes_dir = checked_recipes_dir(recipes_dir)
     gin.clear_config()
+    usage.clear_sources()
     for plugin in plugins:
         load_plugin(plugin)
     recipe_path = find_recipe(recipe, recipes_dir)
@@ -85,6 +96,7 @@ def compose(
     parse_bindings(run_bindings, "the run's --env/--scale/--seed/--device")
     parse_bindings(bindings, "--gin_param")
     sources.append("bindings: " + "; ".join([*run_bindings, *bindings]))
+    usage.check_macros()
     check_bindings()
     chosen = build_experiment()
     if (chosen.env, chosen.scale) != (env, scale):
@@ -125,9 +137,11 @@ def compose_columns(
     """
     recipes_dir = checked_recipes_dir(recipes_dir)
     gin.clear_config()
+    usage.clear_sources()
     with _search_paths(recipes_dir, recipes_dir):
         sources = parse_columns(env, scale, recipes_dir)
     parse_bindings(bindings, "--gin_param")
+    usage.check_macros()
     check_bindings()
     return sources
 
@@ -182,14 +196,196 @@ def column_file(column: str, value: str, recipes_dir: Path) -> Path:
     )
 
 
-def parse_file(path: Path) -> None:
+def parse_file(path: Path, *, chain: tuple[Path, ...] = (), marks: frozenset = frozenset()) -> None:
+    """Parse a recipe file statement by statement with gin's parser and binder; its `include`s
+    are resolved here, so that a cycle is named with its chain, an error in an included file
+    names that file and where it was included, and each binding remembers its file and line.
+    `marks`: the `# may go unused:` entries of the files that include this one."""
+    path = Path(path)
     with gin_errors(str(path)):
-        gin.parse_config_file(str(path))
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise RecipeError(f"cannot read recipe file {path}: {e}") from e
+        own = _marks(text, path)
+        with _unclosed_brackets(text, str(path), numbered=True):
+            _parse(text, str(path), (*chain, path.resolve()), marks | own, numbered=True)
+        _check_marks(own, path)
 
 
 def parse_bindings(bindings: Sequence[str], source: str) -> None:
-    with gin_errors(source):
-        gin.parse_config(list(bindings))
+    text = "\n".join(bindings)
+    with gin_errors(source), _unclosed_brackets(text, source, numbered=False):
+        _parse(text, source, (), frozenset(), numbered=False)
+
+
+@contextmanager
+def _unclosed_brackets(text: str, where: str, numbered: bool) -> Iterator[None]:
+    """The tokenizer's 'EOF in multi-line statement' as the line of the bracket left open."""
+    try:
+        yield
+    except tokenize.TokenError as e:
+        opened = _first_unclosed(text)
+        if opened is None:
+            raise
+        line, bracket = opened
+        content = text.splitlines()[line - 1].strip()
+        at = f"{where} line {line}" if numbered else where
+        raise RecipeError(
+            f"gin syntax error in {at}: the bracket {bracket!r} opened here is "
+            f"never closed (every line after it was read as part of its value)\n    {content}"
+        ) from e
+
+
+def _first_unclosed(text: str) -> tuple[int, str] | None:
+    """(line, bracket) of the first bracket still open where the text ends."""
+    stack: list[tuple[int, str]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                stack.append((token.start[0], token.string))
+            elif token.type == tokenize.OP and token.string in ")]}" and stack:
+                stack.pop()
+    except tokenize.TokenError:
+        pass
+    return stack[0] if stack else None
+
+
+def _parse(text: str, where: str, chain: tuple[Path, ...], marks: frozenset, numbered: bool):
+    """What `gin.parse_config` does, with includes and the bindings' sources handled here."""
+    named = io.StringIO(text)
+    named.name = where  # gin's messages then say "In file <where>"
+    parser = config_parser.ConfigParser(named, gin.config.ParserDelegate(skip_unknown=False))
+    with gin.config._parse_scope() as context:
+        for statement in parser:
+            location = statement.location
+            line = location.line_num if numbered else None
+            if isinstance(statement, config_parser.IncludeStatement):
+                _include(statement.filename, where, line or 0, chain, marks)
+            elif isinstance(statement, config_parser.ImportStatement):
+                _import(statement, context, f"{where} line {line}" if line else where)
+            elif isinstance(statement, config_parser.BlockDeclaration):
+                with gin_utils.try_with_location(location):
+                    if not context.get_configurable(statement.selector):
+                        raise ValueError(f"No configurable matching '{statement.selector}'.")
+            else:
+                with gin_utils.try_with_location(location):
+                    _bind(statement, Source(where, line, _written(location.line_content)), marks)
+        gin.config._IMPORTS.update(context.imports)
+
+
+def _import(statement: config_parser.ImportStatement, context, at: str) -> None:
+    try:
+        context.process_import(statement)
+    except ImportError as e:
+        raise RecipeError(
+            f"{at}: `{statement.format()}` fails: {type(e).__name__}: {e}. Check the module's "
+            "name; a module of your own must sit next to the recipe or in the recipes "
+            "directory, or be passed with --plugin FILE.py"
+        ) from e
+    except FocalppError:
+        raise
+    except Exception as e:  # the module itself is broken: its code, not the recipe line
+        raise RecipeError(
+            f"{at}: `{statement.format()}` fails while the module runs: {type(e).__name__}: "
+            f"{e} (--debug shows where)"
+        ) from e
+
+
+def _written(line: str) -> str:
+    """A binding's line as written, without its comment (`...` if its value goes on)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line).readline))
+    except tokenize.TokenError:
+        return line.strip() + " ..."
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    return (line[: comment.start[1]] if comment else line).strip()
+
+
+def _bind(statement: config_parser.BindingStatement, source: Source, marks: frozenset) -> None:
+    scope, selector, arg, value, _ = statement
+    if not arg:  # a macro: `NAME = value`
+        scope, selector, arg = (f"{scope}/{selector}" if scope else selector), usage.MACRO, "value"
+    gin.bind_parameter((scope, selector, arg), value)
+    scope, complete = gin.config.ParsedBindingKey.parse((scope, selector, arg)).config_key
+    optional = usage.marked(marks, complete, arg)
+    usage.record((scope, complete, arg), dataclasses.replace(source, optional=optional))
+
+
+def _include(name: str, where: str, line: int, chain: tuple[Path, ...], marks: frozenset):
+    """Parse an included file (found as gin finds it, else next to the including file)."""
+    at = f"{where} line {line}" if line else where
+    path = _find_include(name, chain[-1].parent if chain else None)
+    if path is None:
+        searched = [p or "." for p in gin.config._LOCATION_PREFIXES]
+        raise RecipeError(
+            f"{at} includes {name!r}, which is not a file in {', '.join(map(str, searched))}"
+            " (the recipes directory, the recipe's directory, the working directory)"
+        )
+    if path.resolve() in chain:
+        cycle = " -> ".join(p.name for p in (*chain, path.resolve()))
+        raise RecipeError(
+            f"include cycle: {cycle} ({at} includes {name!r}, which is already being read); "
+            "a recipe includes the row it extends, never one that includes it"
+        )
+    try:
+        parse_file(path, chain=chain, marks=marks)
+    except RecipeError as e:
+        raise RecipeError(f"{e}\n  (included from {at})") from e
+
+
+def _find_include(name: str, beside: Path | None) -> Path | None:
+    prefixes = [""] if os.path.isabs(name) else list(gin.config._LOCATION_PREFIXES)
+    for prefix in [*prefixes, *([str(beside)] if beside else [])]:
+        candidate = Path(prefix, name)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_MARK = re.compile(r"^[ \t]*#[ \t]*may go unused\b(.*)$", re.MULTILINE)
+_MARK_NAMES = re.compile(r":\s*([\w.]+(?:\s*,\s*[\w.]+)*)\s*,?\s*")
+
+
+def _marks(text: str, path: Path) -> frozenset:
+    """The names a file's `# may go unused: name, name.argument` lines declare."""
+    found: set[str] = set()
+    for m in _MARK.finditer(text):
+        names = _MARK_NAMES.fullmatch(m.group(1))
+        if names is None:
+            line = text.count("\n", 0, m.start()) + 1
+            raise RecipeError(
+                f"{path} line {line}: cannot read {m.group(0).strip()!r}: write "
+                "`# may go unused: name, name.argument, ...` (configurables or their arguments)"
+            )
+        found |= {n.strip() for n in names.group(1).split(",")}
+    return frozenset(found)
+
+
+def _check_marks(marks: frozenset, path: Path) -> None:
+    """Each declared name is a configurable, or an argument of one (a typo would exempt nothing
+    and hide nothing, but it would mislead a reader)."""
+    for mark in sorted(marks):
+        configurable, _, arg = mark.rpartition(".")
+        if gin.config._REGISTRY.get_match(mark) is not None:
+            continue
+        found = gin.config._REGISTRY.get_match(configurable) if configurable else None
+        if found is None or arg not in _parameters(found.wrapped):
+            close = difflib.get_close_matches(mark.split(".")[0], [*names(), "experiment"], n=3)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise RecipeError(
+                f"{path}: `# may go unused:` names {mark!r}, which is neither a configurable "
+                f"nor an argument of one.{hint} Write `name` or `name.argument` of a registered "
+                "part"
+            )
+
+
+def _parameters(obj) -> list[str]:
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        return list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return []
 
 
 def build_experiment() -> Experiment:

@@ -141,6 +141,7 @@ def run_row(
     returns (None, algorithm)."""
     from registry import RECIPES_DIR, RunContext, compose
     from registry.recipes import build
+    from registry.usage import check_used
 
     comp = compose(
         recipe,
@@ -155,6 +156,7 @@ def run_row(
     run_dir.mkdir(parents=True)
     context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device=device)
     algorithm = build(comp.experiment.algorithm, run=context)
+    check_used(later=comp.experiment.analyses)  # as tools/run.py: every binding configured a part
     return (algorithm.run() if train else None), algorithm
 
 

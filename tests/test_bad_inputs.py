@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,11 @@ import pytest
 import torch
 
 from components.reporting.checkpoint import CHECKPOINT
-from tests.conftest import cli
+from tests.conftest import DATA, ROOT, cli
 
 DATASET = Path("sparse_point_robot") / "checkpoints-s0-tiny"
 ARRAY = DATASET / "mixed" / "obs.npy"  # the quality the point-robot recipes train on
+DIVERGING = DATA / "diverging_parts.py"  # parts that go NaN at a chosen step
 
 
 @dataclass
@@ -359,11 +361,224 @@ def store_under_a_file(world: World, case: Path):
     return "collect", args, [store], [blocker]
 
 
+DIVERGING_ENCODER = (
+    "--plugin",
+    str(DIVERGING),
+    "--gin_param",
+    "focal.eval_every = 2",
+    "--gin_param",
+    "context_encoder.transition = @diverging_mlp_encoder",
+)
+
+
+def diverged_after_a_checkpoint(world: World, case: Path):
+    """Its transition encoder's output is NaN from step 4, after the checkpoint of step 2: the
+    run stops and stays, to be resumed from that checkpoint."""
+    extra = (*DIVERGING_ENCODER, "--gin_param", "diverging_mlp_encoder.after = 3")
+    return "run", run_args(world, case / "run", *extra), [], []
+
+
+def own_recipes(files: dict[str, str], *flags: str) -> Prepare:
+    """Recipe files of one's own in the case directory (`{row}` in a text: the world's valid
+    row, `{here}`: the case directory); the first is run at the tiny scale."""
+
+    def prepare(world: World, case: Path):
+        for name, text in files.items():
+            (case / name).write_text(
+                text.replace("{row}", str(world.recipe)).replace("{here}", str(case))
+            )
+        recipe = case / next(iter(files))
+        args = ["--recipe", str(recipe), "--scale", "tiny", "--out", str(case / "run"), *flags]
+        return "run", args, [case / "run"], []
+
+    return prepare
+
+
+PARTS_HEAD = (
+    "import numpy as np\nimport torch\nfrom torch import nn\n\nfrom registry import register\n\n"
+)
+
+
+def encoder_text(name: str, init: str, forward: str, arguments: str = "") -> str:
+    """A transition encoder plugin `name` (its __init__ body and forward's return)."""
+    return (
+        f"@register('transition_encoder', '{name}')\nclass Mine(nn.Module):\n"
+        f"    def __init__(self, *, sizes, latent_dim{arguments}):\n        {init}\n\n"
+        f"    def forward(self, context):\n        return {forward}\n"
+    )
+
+
+LINEAR = "super().__init__()\n        self.net = nn.Linear(sum(sizes), latent_dim)"
+
+
+def checked_parts(text: str) -> Prepare:
+    """`tools/catalog.py --check` of a plugin file of one's own (left unchanged)."""
+
+    def prepare(world: World, case: Path):
+        plugin = case / "my_parts.py"
+        plugin.write_text(PARTS_HEAD + text)
+        return "catalog", ["--check", str(plugin)], [], [plugin]
+
+    return prepare
+
+
+def encoder_in_a_run(text: str, name: str) -> Prepare:
+    """A run whose transition encoder `name` comes from a plugin file."""
+
+    def prepare(world: World, case: Path):
+        plugin = case / "my_parts.py"
+        plugin.write_text(PARTS_HEAD + text)
+        extra = ("--plugin", str(plugin), "--gin_param", f"context_encoder.transition = @{name}")
+        return "run", run_args(world, case / "run", *extra), [case / "run"], []
+
+    return prepare
+
+
+FIXED_FEATURES = (
+    "super().__init__()\n        g = torch.Generator().manual_seed(0)\n"
+    "        self.register_buffer('proj', torch.randn(sum(sizes), latent_dim, generator=g))"
+)
+STANDARDISED = "self.net((context - context.mean(1, keepdim=True)) / context.std(1, keepdim=True))"
+COSINE_OBJECTIVE = (
+    "@register('objective', 'bad_input_cosine')\nclass Cosine(nn.Module):\n"
+    "    def forward(self, emb):\n"
+    "        z = emb.query_mean / emb.query_mean.norm(dim=-1, keepdim=True)\n"
+    "        return {'loss_cosine': -((z @ z.T) * emb.same_task().float()).mean()}\n"
+)
+
+
 def with_environment(prepare: Prepare, **variables: str) -> Prepare:
     def wrapped(world: World, case: Path):
         return (*prepare(world, case), variables)
 
     return wrapped
+
+
+LONG = "x" * 300  # a name longer than file systems take (255 bytes)
+HOLDERS: list[subprocess.Popen] = []  # processes holding a run's lock until this one ends
+
+
+def held_run(world: World, case: Path) -> Path:
+    """A stopped run that another real process holds the lock of (as a training one does);
+    that process lets go when its stdin closes, at the latest when the tests end."""
+    run_dir = copied_run(world, case, drop=("eval.json",))
+    code = "import sys\nfrom components.reporting.run_dir import run_lock\n"
+    code += "with run_lock(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(run_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    HOLDERS.append(holder)
+    assert holder.stdout.readline() == "held\n"
+    return run_dir
+
+
+def moved_plugin_run(world: World, case: Path) -> Path:
+    """A stopped run made with `--plugin FILE` whose file is no longer where run.json says."""
+    run_dir = copied_run(world, case, drop=("eval.json",))
+    record = json.loads((run_dir / "run.json").read_text())
+    record["plugins"] = [str(case / "moved-away" / "my_plugin.py")]
+    (run_dir / "run.json").write_text(json.dumps(record))
+    return run_dir
+
+
+def edited_record(**changes) -> Callable[[World, Path], Path]:
+    def make(world: World, case: Path) -> Path:
+        run_dir = copied_run(world, case, drop=("eval.json",))
+        record = json.loads((run_dir / "run.json").read_text())
+        (run_dir / "run.json").write_text(json.dumps({**record, **changes}))
+        return run_dir
+
+    return make
+
+
+def binary_record(world: World, case: Path) -> Path:
+    run_dir = copied_run(world, case, drop=("eval.json",))
+    (run_dir / "run.json").write_bytes(b"\xff\xfe\x00 not text")
+    return run_dir
+
+
+def edited_eval(**changes) -> Callable[[Path], None]:
+    def spoil(run_dir: Path) -> None:
+        record = json.loads((run_dir / "eval.json").read_text())
+        (run_dir / "eval.json").write_text(json.dumps({**record, **changes}))
+
+    return spoil
+
+
+def glued_metrics(run_dir: Path) -> None:
+    """metrics.jsonl as a resume used to leave it: a record cut mid-line, the next glued on."""
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines(keepends=True)
+    lines[1] = lines[1][:40] + lines.pop(2)
+    (run_dir / "metrics.jsonl").write_text("".join(lines))
+
+
+def report_to(spoil: Callable[[Path], None]) -> Prepare:
+    """A report with --out (which reads each run's metrics log) of a spoiled copy of a run."""
+
+    def prepare(world: World, case: Path):
+        run_dir = copied_run(world, case)
+        spoil(run_dir)
+        out = case / "report"
+        return "report", [str(run_dir), "--out", str(out)], [out], [run_dir]
+
+    return prepare
+
+
+def two_copies(world: World, case: Path):
+    for name in ("a", "b"):
+        shutil.copytree(world.finished, case / name)
+    return "report", [str(case)], [], [case / "a", case / "b"]
+
+
+def into_a_file(tool: str) -> Prepare:
+    """`--out` naming a file that exists: a report's or a study's directory."""
+
+    def prepare(world: World, case: Path):
+        blocker = case / "a-file"
+        blocker.write_text("mine")
+        (case / "study.toml").write_text(GOOD_STUDY)
+        first = str(world.finished) if tool == "report" else str(case / "study.toml")
+        return tool, [first, "--out", str(blocker)], [], [blocker]
+
+    return prepare
+
+
+def too_long_a_name(tool: str) -> Prepare:
+    """`--out` with a name longer than the file system takes, under a directory to be made."""
+
+    def prepare(world: World, case: Path):
+        out = case / "deep" / LONG
+        (case / "study.toml").write_text(GOOD_STUDY)
+        first = {
+            "run": run_args(world, out),
+            "report": [str(world.finished), "--out", str(out)],
+            "sweep": [str(case / "study.toml"), "--out", str(out)],
+            "collect": ["--env", "sparse_point_robot", "--scale", "tiny", "--out", str(out)],
+        }
+        return tool, first[tool], [case / "deep"], []
+
+    return prepare
+
+
+def damaged_index(world: World, case: Path):
+    """A study directory whose index.json lists a run without its status and directory."""
+    out = case / "study"
+    out.mkdir()
+    (out / "index.json").write_text(json.dumps({"runs": [{"name": "focal-s0"}]}))
+    return "report", [str(out)], [], [out]
+
+
+def damaged_study_spec(world: World, case: Path):
+    out = case / "study"
+    out.mkdir()
+    (out / "study.json").write_text("{oops")
+    (case / "study.toml").write_text(GOOD_STUDY)
+    args = [str(case / "study.toml"), "--out", str(out)]
+    return "sweep", args, [out / "runs", out / "index.json"], [out / "study.json"]
 
 
 CASES: dict[str, tuple[Prepare, str]] = {
@@ -386,6 +601,160 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "unknown scale": (run_flags("--scale", "huge"), "huge"),
     "unknown plugin module": (run_flags("--plugin", "no_such_plugin_module"), "no_such_plugin"),
     "plugin with a syntax error": (syntax_error_plugin, "broken_plugin.py"),
+    # bindings that configure nothing the run builds (registry/usage.py)
+    "binding of a part the recipe does not build": (
+        binding("sequence_attention.d_model = 999"),
+        "sequence_attention.d_model = 999 (--gin_param): this run builds no sequence_attention",
+    ),
+    "binding in a scope nothing is built in": (
+        binding("nowhere/focal.steps = 3"),
+        "focal is built only unscoped, never in scope 'nowhere'",
+    ),
+    "binding of an argument the framework passes": (
+        binding("mlp_encoder.latent_dim = 3"),
+        "the part that builds mlp_encoder passes latent_dim itself",
+    ),
+    "macro that nothing refers to": (binding("STEPS = 3"), "refers to %STEPS"),
+    "setting of an analysis the run does not run": (
+        binding("embedding_variance.draws = 5"),
+        "embedding_variance is an analysis, run only when named in experiment.analyses",
+    ),
+    "recipe file binding a part it does not build": (
+        own_recipes(
+            {"bad.gin": "include '{row}'\nsequence_attention.tokenizer = @component_tokens\n"}
+        ),
+        "bad.gin line 2): this run builds no sequence_attention",
+    ),
+    "collection setting for a dataset that exists": (
+        binding("behaviour_sac.env_steps = 50"),
+        "env_steps is 60 there, 50 here",
+    ),
+    "may-go-unused line naming no configurable": (
+        own_recipes({"bad.gin": "include '{row}'\n# may go unused: sequence_atention\n"}),
+        "Did you mean: sequence_attention?",
+    ),
+    "macro that is not defined": (
+        binding("focal.encoder_lr = %LR"),
+        "refers to the macro %LR, which no recipe file or --gin_param defines",
+    ),
+    # recipe files that include others, import modules
+    "recipe that includes itself": (
+        own_recipes({"bad.gin": "include '{here}/bad.gin'\n"}),
+        "include cycle: bad.gin -> bad.gin",
+    ),
+    "recipes that include each other": (
+        own_recipes(
+            {
+                "bad.gin": "include 'other.gin'\n",
+                "other.gin": "include '{row}'\ninclude 'bad.gin'\n",
+            }
+        ),
+        "include cycle: bad.gin -> other.gin -> bad.gin",
+    ),
+    "unclosed bracket in an included recipe": (
+        own_recipes(
+            {
+                "bad.gin": "include 'other.gin'\n",
+                "other.gin": "include '{row}'\nbrac.hidden = (64,\n",
+            }
+        ),
+        "other.gin line 2: the bracket '(' opened here is never closed",
+    ),
+    "syntax error in an included recipe": (
+        own_recipes({"bad.gin": "include 'other.gin'\n", "other.gin": "focal.steps = = 3\n"}),
+        "(included from",
+    ),
+    "included recipe missing": (
+        own_recipes({"bad.gin": "include 'no_such_row.gin'\n"}),
+        "includes 'no_such_row.gin', which is not a file in",
+    ),
+    "recipe that imports a module that fails": (
+        own_recipes(
+            {
+                "bad.gin": "include '{row}'\nimport my_failing_module\n",
+                "my_failing_module.py": "x = undefined_name\n",
+            }
+        ),
+        "`import my_failing_module` fails while the module runs: NameError",
+    ),
+    "unknown component in an included recipe": (
+        own_recipes(
+            {
+                "bad.gin": "include 'other.gin'\n",
+                "other.gin": "include '{row}'\ncontext_encoder.transition = @mlp_encodr\n",
+            }
+        ),
+        "other.gin. Did you mean: mlp_encoder",
+    ),
+    "recipe that imports a missing module": (
+        own_recipes({"bad.gin": "include '{row}'\nimport no_such_module\n"}),
+        "bad.gin line 2: `import no_such_module` fails",
+    ),
+    # parts that break their contract in ways the probes used to miss (tools/catalog.py --check)
+    "encoder without trainable parameters": (
+        checked_parts(encoder_text("bad_input_fixed", FIXED_FEATURES, "(context @ self.proj)")),
+        "it has no trainable parameter",
+    ),
+    "run with an encoder without trainable parameters": (
+        encoder_in_a_run(
+            encoder_text("bad_input_fixed_run", FIXED_FEATURES, "(context @ self.proj)"),
+            "bad_input_fixed_run",
+        ),
+        "it has no trainable parameter",
+    ),
+    "encoder that divides by a spread that can be zero": (
+        checked_parts(encoder_text("bad_input_standardised", LINEAR, STANDARDISED)),
+        "on a context whose rewards are all zero",
+    ),
+    "objective that divides by a norm that can be zero": (
+        checked_parts(COSINE_OBJECTIVE),
+        "on all-zero embeddings",
+    ),
+    "part with a required argument nothing passes": (
+        checked_parts(encoder_text("bad_input_deep", LINEAR, "self.net(context)", ", depth: int")),
+        "requires 'depth', which the framework does not pass",
+    ),
+    "part keeping a plain tensor": (
+        checked_parts(
+            encoder_text(
+                "bad_input_plain",
+                LINEAR + "\n        self.gain = torch.ones(latent_dim)",
+                "self.net(context) * self.gain",
+            )
+        ),
+        "gain: plain tensor attribute",
+    ),
+    "part with a lazy layer": (
+        checked_parts(
+            encoder_text(
+                "bad_input_lazy",
+                "super().__init__()\n        self.net = nn.LazyLinear(latent_dim)",
+                "self.net(context)",
+            )
+        ),
+        "came into being in the first forward",
+    ),
+    "part computing in float64": (
+        checked_parts(
+            encoder_text(
+                "bad_input_float64",
+                LINEAR
+                + "\n        self.register_buffer('gain', torch.from_numpy(np.ones(latent_dim)))",
+                "self.net(context) * self.gain",
+            )
+        ),
+        "as float32, the dtype of its input",
+    ),
+    "part that does not call super().__init__()": (
+        checked_parts(
+            encoder_text(
+                "bad_input_no_super",
+                "self.net = nn.Linear(sum(sizes), latent_dim)",
+                "self.net(context)",
+            )
+        ),
+        "call super().__init__() first in __init__",
+    ),
     # impossible sizes
     "batch larger than a task's data without replacement": (
         binding("focal.context_replace = False", "focal.context_batch = 100000"),
@@ -415,9 +784,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "not valid JSON",
     ),
     "dataset of an unknown quality": (binding("focal.quality = 'superb'"), "superb"),
+    "dataset tag with a path": (
+        binding("focal.dataset_tag = '../../escape'"),
+        "dataset tag '../../escape' (--tag, or focal.dataset_tag) must be a plain name",
+    ),
     # output
     "output directory exists": (existing_out, "already exists"),
     "output not writable": (unwritable_out, "cannot create output directory"),
+    "output name too long": (too_long_a_name("run"), "is 300 bytes, longer than the 255"),
     # resume
     "resume of a missing run": (
         lambda w, c: ("run", ["--resume", str(c / "nothing")], [c / "nothing"], []),
@@ -441,6 +815,19 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "resume of a corrupted checkpoint": (resume(garbage_checkpoint), "is damaged"),
     "resume after the recipe changed": (resume(edited_recipe), "different configuration"),
+    "resume of a run another process is training": (
+        resume(held_run),
+        "another process is training it",
+    ),
+    "resume of a run whose plugin file moved": (
+        resume(moved_plugin_run),
+        "say where it is now with --plugin NEW_PATH/my_plugin.py",
+    ),
+    "resume of a run.json with a seed of the wrong type": (
+        resume(edited_record(seed="0")),
+        "run.json has seed = '0': expected an integer seed in [0, 4294967295]",
+    ),
+    "resume of a run.json that is not text": (resume(binary_record), "is not a run record"),
     # sizes, rates and values (ranges declared in the constructors' annotations)
     "negative hidden width": (
         binding("brac.hidden = (-4, 16)"),
@@ -463,8 +850,21 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "binding without a value": (binding("focal.steps ="), "write a Python literal"),
     "nan in a binding": (binding("focal.encoder_lr = nan"), "gin has no nan or inf"),
     "training that diverges before its first checkpoint": (
-        binding("focal.encoder_lr = 1e30"),
+        run_flags(  # the objective's loss is NaN from step 2 on, on any CPU
+            "--plugin",
+            str(DIVERGING),
+            "--gin_param",
+            "focal.objective = @diverging_dml",
+        ),
         "no checkpoint had been written",
+    ),
+    "task vectors that go NaN in a meta-test": (
+        run_flags(*DIVERGING_ENCODER, "--gin_param", "diverging_mlp_encoder.after = 2"),
+        "in the meta-test at step 2, the policy's actions are not finite",
+    ),
+    "an encoder whose output goes NaN after a checkpoint": (
+        diverged_after_a_checkpoint,
+        "first appeared in the output of encoder.transition (@diverging_mlp_encoder) at step 4",
     ),
     "missing recipes directory": (
         with_environment(run_flags(), FOCALPP_RECIPES="/nonexistent/recipes"),
@@ -495,6 +895,18 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "objective without a loss_ term": (
         objective_plugin("lossless_objective", "return {'spread': emb.query_mean.pow(2).mean()}"),
         "at least one `loss_*` term",
+    ),
+    "seed beyond 32 bits": (
+        run_flags("--seed", "4294967296"),
+        "--seed 4294967296: expected an integer seed in [0, 4294967295]",
+    ),
+    "dataset seed out of range": (
+        binding("focal.data_seed = -1"),
+        "focal.data_seed (the dataset's seed) = -1: expected an integer seed in [0, 4294967295]",
+    ),
+    "device with a bad index": (
+        run_flags("--device", "cuda:x"),
+        "experiment.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'cuda:x'",
     ),
     # checkpoints
     "resume of a checkpoint with one bit flipped": (
@@ -552,6 +964,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         ),
         "embedding_variance.draws = 1: expected int ≥ 2",
     ),
+    "analysis with an empty list": (
+        analyze(copied_run, "--analyses", ""),
+        "--analyses '' names no analysis",
+    ),
+    "analysis of a run whose plugin file moved": (
+        analyze(moved_plugin_run, "--analyses", "embedding_variance"),
+        "say where it is now with --plugin NEW_PATH/my_plugin.py",
+    ),
     # dataset collection
     "collect: negative environment steps": (
         collect("--env", "sparse_point_robot", "--gin_param", "behaviour_sac.env_steps = -1"),
@@ -570,6 +990,26 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "nope",
     ),
     "collect: unknown env": (collect("--env", "nowhere"), "nowhere"),
+    "collect: negative seed": (
+        collect("--env", "sparse_point_robot", "--seed", "-1"),
+        "--seed -1: expected an integer seed in [0, 4294967295]",
+    ),
+    "collect: seed beyond 64 bits": (
+        collect("--env", "sparse_point_robot", "--seed", str(2**70)),
+        f"--seed {2**70}: expected an integer seed",
+    ),
+    "collect: tag with a path": (
+        collect("--env", "sparse_point_robot", "--tag", "../../escape"),
+        "dataset tag '../../escape' (--tag, or focal.dataset_tag) must be a plain name",
+    ),
+    "collect: merge of fewer than two shards": (
+        collect("--env", "sparse_point_robot", "--merge", "1"),
+        "--merge 1: expected the number K ≥ 2 of shards",
+    ),
+    "collect: store name too long": (
+        too_long_a_name("collect"),
+        "is 300 bytes, longer than the 255",
+    ),
     # studies
     "study file missing": (
         lambda w, c: ("sweep", [str(c / "none.toml"), "--out", str(c / "s")], [c / "s"], []),
@@ -591,6 +1031,22 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "study on an unknown backend": (study(GOOD_STUDY, "--backend", "slurm"), "slurm"),
     "study directory of another study": (other_study, "other bindings"),
+    "study with a seed beyond 32 bits": (
+        study(GOOD_STUDY.replace("seeds = [0]", "seeds = [0, 4294967296]")),
+        "`seeds` lists seed = 4294967296: expected an integer seed in [0, 4294967295]",
+    ),
+    "study directory that is a file": (
+        into_a_file("sweep"),
+        "is a file, not a directory",
+    ),
+    "study directory name too long": (
+        too_long_a_name("sweep"),
+        "is 300 bytes, longer than the 255",
+    ),
+    "study directory with a damaged study.json": (
+        damaged_study_spec,
+        "study.json is not valid JSON",
+    ),
     # reports
     "report of a missing path": (
         lambda w, c: ("report", [str(c / "none")], [], []),
@@ -607,6 +1063,36 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "report of a directory without runs": (
         lambda w, c: ("report", [str(c)], [], []),
         "no finished runs",
+    ),
+    "report of two copies of one run": (two_copies, "are both seed 0 of my_row"),
+    "report of a run whose eval.json holds NaN": (
+        report_of(edited_eval(test_return_mean=float("nan"))),
+        "eval.json has test_return_mean = nan: expected a finite number",
+    ),
+    "report of a run whose eval.json holds a string": (
+        report_of(edited_eval(test_return_std="wide")),
+        "eval.json has test_return_std = 'wide': expected a finite number",
+    ),
+    "report of a run with a damaged metrics.jsonl": (
+        report_to(glued_metrics),
+        "metrics.jsonl line 2 is not valid JSON",
+    ),
+    "report of a run without metrics.jsonl": (
+        report_to(lambda run: (run / "metrics.jsonl").unlink()),
+        "metrics.jsonl (No such file or directory)",
+    ),
+    "report into a file": (into_a_file("report"), "is a file, not a directory"),
+    "report directory name too long": (
+        too_long_a_name("report"),
+        "is 300 bytes, longer than the 255",
+    ),
+    "report of a study with a damaged index.json": (
+        damaged_index,
+        "lists a run without its name, status and run_dir ({'name': 'focal-s0'})",
+    ),
+    "report with too many bootstrap replications": (
+        lambda w, c: ("report", [str(w.finished), "--reps", "10000000"], [], []),
+        "--reps 10000000: expected 100 to 1,000,000",
     ),
 }
 
@@ -662,12 +1148,10 @@ def test_bad_input(case, outcomes):
     assert leftovers == [], leftovers
 
 
-def test_catalogue_is_large():
-    assert len(CASES) >= 60
-    tools = {
-        prepare(World(*(Path("/nonexistent"),) * 4), Path("/nonexistent"))[0] for prepare, _ in []
-    }
-    assert tools == set()
+def test_catalogue_is_large_and_reaches_every_tool(outcomes):
+    assert len(CASES) >= 120
+    tools = {outcome.tool for outcome in outcomes.values()}
+    assert tools == {"run", "collect", "sweep", "analyze", "report", "catalog"}
 
 
 def test_docs_list_every_case():

@@ -94,7 +94,7 @@ class Detached(nn.Module):
             r" of shape \[3, 4, 5\], but it returned shape \[3, 5\]",
         ),
         (Unused, "transition_encoder", r"no gradient reaches \['spare.weight', 'spare.bias'\]"),
-        (Unregistered, "transition_encoder", "after a state-dict round trip"),
+        (Unregistered, "transition_encoder", "as a parameter or a buffer, but offset: plain"),
         (Whole, "transition_encoder", "register it as kind 'context_encoder'"),
         (WrongShape, "context_encoder", "a per-transition encoder is kind 'transition_encoder'"),
         (BareTensor, "objective", r"a dict of named terms .* it returned a tensor of shape \[\]"),
@@ -141,3 +141,130 @@ def test_a_part_is_blamed_before_the_whole():
     gin.parse_config("context_encoder.transition = @contract_test_wrong_shape")
     with pytest.raises(ContractError, match=r"^@contract_test_wrong_shape breaks"):
         check(ContextEncoder)
+
+
+# --- gradients from every output, degenerate inputs, how a part keeps its tensors ----------
+
+
+class FixedFeatures(nn.Module):
+    """No trainable parameter: its output carries no gradient (a run would stop at step 1)."""
+
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.register_buffer("proj", torch.randn(sum(sizes), latent_dim, generator=g))
+
+    def forward(self, context):
+        return (context @ self.proj).tanh()
+
+
+class Standardise(nn.Module):
+    def forward(self, x):
+        return (x - x.mean(1, keepdim=True)) / x.std(1, keepdim=True)  # no epsilon
+
+
+class Standardised(WrongShape):
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__(sizes=sizes, latent_dim=latent_dim)
+        self.norm = Standardise()
+
+    def forward(self, context):
+        return self.net(self.norm(context))
+
+
+class Spread(WrongShape):
+    """Finite output, but sqrt(0)'s gradient on a context of one repeated transition."""
+
+    def forward(self, context):
+        h = self.net(context)
+        return h + (h - h.mean(1, keepdim=True)).pow(2).mean(1, keepdim=True).sqrt()
+
+
+class Deep(WrongShape):
+    def __init__(self, *, sizes, latent_dim, depth: int):
+        super().__init__(sizes=sizes, latent_dim=latent_dim)
+
+
+class MadeInForward(nn.Module):
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__()
+        self.latent_dim = latent_dim
+
+    def forward(self, context):
+        if "net" not in self._modules:
+            self.net = nn.Linear(context.shape[-1], self.latent_dim)
+        return self.net(context)
+
+
+class NoSuper(nn.Module):
+    def __init__(self, *, sizes, latent_dim):
+        self.net = nn.Linear(sum(sizes), latent_dim)
+
+
+class Headed(nn.Module):
+    """A per-transition head that only the per-transition embeddings go through (for an
+    objective on transitions): its parameters get no gradient from the task vector."""
+
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__()
+        self.body = nn.Linear(sum(sizes), latent_dim)
+        self.head = nn.Linear(latent_dim, latent_dim)
+
+    def forward(self, context):
+        h = self.body(context)
+        return Encoded(self.head(h), torch.ones(h.shape[:2]), h.mean(1))
+
+
+class OtherTransitions(nn.Module):
+    """Its loss reads only the encoder's embeddings of other transitions (emb.encode)."""
+
+    def forward(self, emb):
+        return {"loss_other": emb.encode(emb.context).pow(2).mean()}
+
+
+@pytest.mark.parametrize(
+    ("component", "kind", "message"),
+    [
+        (FixedFeatures, "transition_encoder", "it has no trainable parameter"),
+        (
+            Standardised,
+            "transition_encoder",
+            r"on a context whose rewards are all zero .*\(first in its submodule 'norm' "
+            r"\(Standardise\)\)",
+        ),
+        (Spread, "transition_encoder", r"the gradient of \['net.weight', 'net.bias'\] is NaN"),
+        (
+            Deep,
+            "transition_encoder",
+            r"requires 'depth', which the framework does not pass.*`Deep.depth = 64`",
+        ),
+        (MadeInForward, "transition_encoder", r"net.weight, net.bias came into being"),
+        (NoSuper, "transition_encoder", r"call super\(\).__init__\(\) first"),
+    ],
+    ids=[
+        "no parameters",
+        "nan on a constant feature",
+        "nan gradient",
+        "required argument",
+        "layer made in forward",
+        "no super().__init__",
+    ],
+)
+def test_what_the_probes_also_catch(component, kind, message):
+    with pytest.raises(ContractError, match=message):
+        check(component, kind)
+
+
+def test_a_per_transition_head_receives_its_gradient_from_the_per_transition_output():
+    check(Headed, "context_encoder")
+
+
+def test_an_objective_may_train_the_encoder_through_encode():
+    check(OtherTransitions, "objective")
+
+
+def test_an_objective_is_probed_with_the_run_s_number_of_tasks():
+    """Task ids stay below n_tasks (two-task families), so a classifier over tasks works."""
+    from components.objectives.classifier import TaskClassifier
+
+    check(TaskClassifier, "objective", n_tasks=2, obs_dim=3, act_dim=2, latent_dim=5)

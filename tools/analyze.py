@@ -6,7 +6,8 @@
 Rebuilds each run's algorithm from its run.json and checkpoint (the last meta-test's state),
 runs the chosen analyses (registered evaluators; default: all below) and merges their
 results into RUN_DIR/analysis.json; figures go to RUN_DIR/figures/. `tools/report.py` tabulates
-them.
+them. `--plugin` loads analyses of one's own, and says where a run's plugin file is now if it
+moved (a plugin file of the same name as the one run.json records).
 
   embedding_variance   Table 2: variance of task vectors over context batches
   task_vectors         can the task be read from z: ridge read-out error, identification,
@@ -32,7 +33,7 @@ from rich.markup import escape
 from components.evaluation.analyses import NAMES as ANALYSES  # registers them
 from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.console import out, run_tool
-from registry import load_plugin
+from registry import FocalppError, load_plugin
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -40,7 +41,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--analyses", default=",".join(ANALYSES), help="comma-separated names")
     p.add_argument("--gin_param", action="append", default=[], help="binding for an analysis")
-    p.add_argument("--plugin", action="append", default=[], help="module or .py file with analyses")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        help="module or .py file with analyses; or where a run's moved plugin file is now",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
 
@@ -49,9 +55,14 @@ def execute(args: argparse.Namespace) -> int:
     for plugin in args.plugin:
         load_plugin(plugin)  # a new analysis outside the package registers itself here
     names = [n.strip() for n in args.analyses.split(",") if n.strip()]
+    if not names:
+        raise FocalppError(
+            f"--analyses {args.analyses!r} names no analysis; give comma-separated names, "
+            f"e.g. --analyses {ANALYSES[0]},{ANALYSES[1]} (leave the flag out for all of them)"
+        )
     check_names(names)
     for run_dir in args.runs:
-        results = analyse(run_dir, names, args.gin_param)
+        results = analyse(run_dir, names, args.gin_param, args.plugin)
         out.print(f"[bold]{escape(str(run_dir))}[/]")
         for name in names:
             out.print(escape(f"  {name}: {scalars(results[name])}"))

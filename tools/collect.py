@@ -41,10 +41,12 @@ import components.data.relabel
 import components.envs  # noqa: F401  (registers the families)
 from components.data.build import describe, ensure_dataset
 from components.data.shards import build_shard, merge_shards
-from components.data.store import MANIFEST, cache_root, load_dataset
+from components.data.store import MANIFEST, cache_root, check_tag, load_dataset
 from components.reporting.console import out, run_tool
 from components.reporting.progress import progress_lines
+from components.reporting.run_dir import check_name_lengths
 from registry import FocalppError, get, names
+from registry.constraints import check_seed
 from registry.recipes import compose_columns
 
 
@@ -125,14 +127,21 @@ def execute(args: argparse.Namespace) -> int:
         raise FocalppError("--env is required (or --list); families: " + ", ".join(names("env")))
     if args.shard and args.merge:
         raise FocalppError("--shard builds one shard and --merge joins them: give one of them")
+    if args.merge is not None and args.merge < 2:
+        raise FocalppError(
+            f"--merge {args.merge}: expected the number K ≥ 2 of shards built with --shard I/K"
+        )
     compose_columns(args.env, args.scale, args.gin_param)
     family = _bound("family", args.env)
     get("env", family)  # unknown names fail here, with suggestions
     protocol = args.protocol or _bound("protocol", "checkpoints")
     get("dataset", protocol)
     seed = args.seed if args.seed is not None else _bound("data_seed", 0)
+    check_seed(seed, "--seed" if args.seed is not None else "focal.data_seed")
     tag = args.tag or _bound("dataset_tag")
+    check_tag(tag)
     root = args.out or Path(_bound("data_root") or cache_root())
+    check_name_lengths(root, "dataset store")
     place = {"root": root, "tag": tag, "scale": args.scale}
     if args.merge is not None:
         dataset = merge_shards(family, protocol, seed, args.merge, **place)

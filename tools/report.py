@@ -63,7 +63,7 @@ from components.reporting.paper import (
     claimed_return_order,
     claimed_variance_order,
 )
-from components.reporting.run_dir import atomic_write_text
+from components.reporting.run_dir import atomic_write_text, make_dirs, removed_on_failure
 from components.reporting.run_record import read_run_record
 from components.reporting.successors import (
     NOTHING_TO_LOSE,
@@ -97,15 +97,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     args = p.parse_args(argv)
-    if args.reps < 100:
-        p.error(f"--reps {args.reps}: expected at least 100 bootstrap replications")
+    if not 100 <= args.reps <= MAX_REPS:
+        p.error(
+            f"--reps {args.reps}: expected 100 to {MAX_REPS:,} bootstrap replications "
+            f"(more only costs memory and time; rliable's default is 50,000)"
+        )
     return args
+
+
+MAX_REPS = 1_000_000  # a bootstrap keeps reps × seeds numbers per interval
 
 
 def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
     """Finished runs (run.json + eval.json) and notes on the others. A study directory (one
     with index.json, written by tools/sweep.py) contributes the runs its index lists."""
-    finished, others = [], []
+    finished, others, seen = [], [], set()
     for root in paths:
         if not root.exists():
             raise FocalppError(f"{root} does not exist")
@@ -117,15 +123,20 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
                 if entry["status"] == "done":
                     run_dirs.append(study_dir / entry["run_dir"])
                 else:
-                    others.append(f"failed: {entry['name']} ({entry['reason']})")
+                    reason = entry.get("reason", "no reason recorded")
+                    others.append(f"failed: {entry['name']} ({reason})")
         else:
             run_dirs = [p.parent for p in sorted(root.rglob("run.json"))]
         for run_dir in run_dirs:
+            if run_dir.resolve() in seen:  # named twice (a run and its parent): one run
+                continue
+            seen.add(run_dir.resolve())
             if not (run_dir / "eval.json").is_file():
                 others.append(f"unfinished (no eval.json): {run_dir}")
                 continue
             run = read_run_record(run_dir, doing="report")
             run["eval"] = _record(run_dir / "eval.json", "test_return_mean")
+            _check_numbers(run["eval"], run_dir / "eval.json")
             analysis = run_dir / "analysis.json"
             run["analysis"] = _record(analysis) if analysis.is_file() else {}
             run["dir"] = run_dir
@@ -149,6 +160,40 @@ def _record(path: Path, required: str | None = None) -> dict:
             "restore the file or leave that run out of the report"
         )
     return record
+
+
+def _check_numbers(record: dict, path: Path) -> None:
+    """The returns and times a report reads from eval.json are finite numbers: a NaN (a run
+    whose evaluation diverged, or an edit) would print as 'nan ± nan' and spoil its row's
+    mean and interval without a word."""
+    for key, value in record.items():
+        if not key.endswith(("_mean", "_std")) and key != "train_seconds":
+            continue
+        if value is None and key != "test_return_mean":
+            continue  # not measured for this run (older records)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+            raise FocalppError(
+                f"{path} has {key} = {value!r}: expected a finite number; the run's evaluation "
+                "is not usable (it diverged, or the file was edited): rerun the run, or leave "
+                "it out of the report"
+            )
+
+
+def check_distinct_seeds(grouped: dict[tuple[str, str, str], list[dict]]) -> None:
+    """Each row counts a seed once: a copied run directory, or one seed run twice, would count
+    as independent evidence and narrow the row's interval."""
+    for (env, scale, recipe), group in grouped.items():
+        by_seed: dict[int, list[str]] = defaultdict(list)
+        for run in group:
+            by_seed[run["seed"]].append(str(run["dir"]))
+        for seed, dirs in sorted(by_seed.items()):
+            if len(dirs) > 1:
+                raise FocalppError(
+                    f"{' and '.join(dirs)} are {'both' if len(dirs) == 2 else 'all'} seed "
+                    f"{seed} of {recipe} on {env} ({scale}): a row counts each seed once (a "
+                    "copy, or a second run of a seed, is not independent evidence); report one "
+                    "of them: name only the run directories to report, or move the others away"
+                )
 
 
 def recipe_stem(run: dict) -> str:
@@ -210,7 +255,7 @@ def interval(values: Sequence[float | None], reps: int) -> str:
 def returns_table(grouped, reps: int = REPS) -> Report:
     rows = []
     for (env, scale, recipe), group in grouped.items():
-        task_std = np.mean([r["eval"]["test_return_std"] for r in group])
+        task_stds = [r["eval"].get("test_return_std") for r in group]
         secs = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
         dense = [r["eval"].get("dense_return_mean") for r in group]
         sparse = [r["eval"].get("sparse_return_mean") for r in group]
@@ -232,7 +277,7 @@ def returns_table(grouped, reps: int = REPS) -> Report:
                 fraction(ours, ceiling_of(group, formula)) if None not in ours else "-",
                 spread(sparse) if None not in sparse else "-",
                 fraction(sparse, ceiling_of(group, "sparse")) if None not in sparse else "-",
-                f"{task_std:.2f}",
+                f"{np.mean(task_stds):.2f}" if None not in task_stds else "-",
                 spread(dense) if None not in dense else "-",
                 f"{np.mean(secs):.0f}" if secs else "-",
             )
@@ -860,9 +905,7 @@ def _curves(grouped, out_dir: Path, key: str, ylabel: str, stem: str) -> list[Pa
     for (env, scale), recipes in by_env.items():
         x, mean, std = {}, {}, {}
         for recipe, group in recipes.items():
-            curves = [
-                {r["step"]: r[key] for r in read_metrics(run["dir"]) if key in r} for run in group
-            ]
+            curves = [{r["step"]: r[key] for r in run["metrics"] if key in r} for run in group]
             steps = sorted(set.intersection(*(set(c) for c in curves)))
             if len(steps) < 2:
                 continue
@@ -895,8 +938,17 @@ def execute(args: argparse.Namespace) -> int:
     if not runs:
         raise FocalppError(f"no finished runs (run.json + eval.json) under {args.paths}")
     grouped = groups(runs)
+    check_distinct_seeds(grouped)
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
+        for run in runs:  # the learning curves' logs: a damaged one fails before any output
+            run["metrics"] = read_metrics(run["dir"])
+    created = make_dirs(args.out, "report directory") if args.out else None
+    with removed_on_failure(created):
+        return write_reports(args, grouped, unfinished)
+
+
+def write_reports(args: argparse.Namespace, grouped, unfinished: list[str]) -> int:
+    """Print the tables (and with --out write report.md and the figures there)."""
     reports = [returns_table(grouped, args.reps)]
     study, sparsity_figures = variance_sparsity(grouped, args.out)
     reports += [

@@ -17,7 +17,9 @@ successors' recipes ask for the context grid).
 
 `--resume RUN_DIR` continues a run that was stopped (Ctrl-C, SIGTERM, a crash, a killed
 machine) from its last checkpoint, with the choices recorded in its run.json; a finished run is
-reported and left alone.
+reported and left alone. Where the run's recipe or plugin file has moved, `--recipe NEW_PATH` or
+`--plugin NEW_PATH` says where it is now. One process trains in a run directory at a time: a
+run holds RUN_DIR/.lock while it trains, and a second resume of it is refused.
 """
 
 from __future__ import annotations
@@ -38,12 +40,19 @@ from rich.table import Table
 from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.checkpoint import CHECKPOINT
 from components.reporting.console import err, out, run_tool
-from components.reporting.run_dir import atomic_write_text, create_run_dir, default_run_dir
+from components.reporting.run_dir import (
+    atomic_write_text,
+    create_run_dir,
+    default_run_dir,
+    run_lock,
+)
 from components.reporting.run_record import (
     compose_recorded,
+    plugin_reference,
     portable,
     read_run_record,
     recorded_recipe,
+    relocated_plugins,
 )
 from registry import (
     RECIPES_DIR,
@@ -53,7 +62,9 @@ from registry import (
     compose,
     operative_config,
 )
+from registry.constraints import check_seed
 from registry.recipes import build, find_recipe
+from registry.usage import check_used
 from registry.validation import shadowed_bindings
 
 
@@ -118,12 +129,20 @@ def recorded_run(args: argparse.Namespace) -> dict:
         "seed": args.seed,
         "device": args.device,
         "bindings": args.gin_param or None,
-        "plugins": args.plugin or None,
     }
     for key, value in given.items():
         if value is not None and value != record.get(key, []):
             raise _mismatch(run_dir, key, value, record.get(key, []))
-    return record
+    return {**record, "plugins": _resumed_plugins(args.plugin, record, run_dir)}
+
+
+def _resumed_plugins(given: list[str], record: dict, run_dir: Path) -> list[str]:
+    """The run's plugins; `--plugin` may name only them: a file at a new place where the
+    recorded one moved (the same file name), or as recorded."""
+    plugins = relocated_plugins(record, run_dir, given)
+    if any(plugin_reference(p) not in plugins for p in given):
+        raise _mismatch(run_dir, "plugins", given, record.get("plugins", []))
+    return plugins
 
 
 def _mismatch(run_dir: Path, key: str, value, recorded) -> FocalppError:
@@ -158,24 +177,13 @@ def check_dataset(algorithm, record: dict, run_dir: Path) -> None:
 def execute(args: argparse.Namespace) -> int:
     if args.resume is None and args.recipe is None:
         raise FocalppError("choose a recipe with --recipe, or a run to continue with --resume")
+    if args.seed is not None:
+        check_seed(args.seed, "--seed")
+    record = None
     if args.resume is not None:
         record = recorded_run(args)
         if (args.resume / "eval.json").is_file():
-            result = json.loads((args.resume / "eval.json").read_text())
-            out.print(f"{escape(str(args.resume))} has finished; nothing to resume")
-            if "test_return_mean" in result:
-                paper = (
-                    f", paper-comparable ({result['paper_formula']}) "
-                    f"{result['paper_return_mean']:.2f} ± {result['paper_return_std']:.2f}"
-                    if "paper_return_mean" in result
-                    else ""
-                )
-                out.print(
-                    f"test return {result['test_return_mean']:.2f} ± "
-                    f"{result.get('test_return_std', 0.0):.2f}{paper} "
-                    f"after {result.get('steps')} steps"
-                )
-            return 0
+            return show_finished(args.resume)
         comp = compose_recorded(record, args.resume)
     else:
         comp = compose(
@@ -192,13 +200,42 @@ def execute(args: argparse.Namespace) -> int:
     check_names(exp.analyses)  # a misspelt analysis fails before the run, not after it
     if args.dry_run:
         return 0
-    resume = args.resume is not None
-    if resume:
-        run_dir = args.resume
-    else:
-        run_dir = create_run_dir(
-            args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)
+    if record is not None:
+        with run_lock(args.resume):
+            if (args.resume / "eval.json").is_file():  # finished by the lock's last holder
+                return show_finished(args.resume)
+            return train(args, comp, args.resume, record)
+    run_dir = create_run_dir(
+        args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)
+    )
+    with run_lock(run_dir, doing="run in"):
+        return train(args, comp, run_dir, None)
+
+
+def show_finished(run_dir: Path) -> int:
+    """What `--resume` of a finished run says: its headline; nothing else is done."""
+    result = json.loads((run_dir / "eval.json").read_text())
+    out.print(f"{escape(str(run_dir))} has finished; nothing to resume")
+    if "test_return_mean" in result:
+        paper = (
+            f", paper-comparable ({result['paper_formula']}) "
+            f"{result['paper_return_mean']:.2f} ± {result['paper_return_std']:.2f}"
+            if "paper_return_mean" in result
+            else ""
         )
+        out.print(
+            f"test return {result['test_return_mean']:.2f} ± "
+            f"{result.get('test_return_std', 0.0):.2f}{paper} "
+            f"after {result.get('steps')} steps"
+        )
+    return 0
+
+
+def train(args: argparse.Namespace, comp: Composition, run_dir: Path, record: dict | None) -> int:
+    """Build the algorithm in `run_dir` (a fresh one, or `record`'s run resumed), train it to
+    the end and print its headline; the caller holds the run directory's lock."""
+    exp = comp.experiment
+    resume = record is not None
     seed_everything(exp.seed)
     context = RunContext(
         env=exp.env,
@@ -210,6 +247,8 @@ def execute(args: argparse.Namespace) -> int:
     )
     try:
         algorithm = build(exp.algorithm, run=context)
+        if not resume:  # a resumed run was checked when it started
+            check_every_binding_used(algorithm, exp.analyses)
     except BaseException:
         if not resume:
             shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
@@ -229,7 +268,7 @@ def execute(args: argparse.Namespace) -> int:
             "device": exp.device,
             "bindings": list(args.gin_param),
             "label": args.label or "",
-            "plugins": [_plugin_reference(p) for p in args.plugin],
+            "plugins": [plugin_reference(p) for p in args.plugin],
             "sources": [_portable_source(s) for s in comp.sources],
             **_dataset_record(algorithm),
         }
@@ -256,6 +295,16 @@ def execute(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_every_binding_used(algorithm, analyses: Sequence[str]) -> None:
+    """Before training: every binding configured a built part, or one of the analyses run at
+    the end (else the run is not the one its bindings describe)."""
+    try:
+        check_used(later=analyses)
+    except FocalppError:
+        getattr(algorithm, "close", lambda: None)()
+        raise
+
+
 def _dataset_record(algorithm) -> dict:
     """Which dataset the run trains on: its name in the store, its tag (the variant of
     collection settings; `-shards<K>` for a build in shards) and its manifest digest, which
@@ -275,12 +324,6 @@ def _portable_source(source: str) -> str:
     except OSError:  # e.g. a description longer than a file name may be
         is_file = False
     return portable(source) if is_file else source
-
-
-def _plugin_reference(plugin: str) -> str:
-    """A plugin file as an absolute path (a resume may start elsewhere); a module name as is."""
-    path = Path(plugin)
-    return str(path.resolve()) if path.suffix == ".py" and path.is_file() else plugin
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,10 +134,25 @@ def check_parts(*parts: tuple[Callable[..., Any] | None, str, dict[str, Any]]) -
     The parts are built under the recipe's bindings, so a binding (a learning rate, a reward
     scale) can be what breaks a promise; the message says so."""
     under = "built with this run's bindings: one of them may be the cause"
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), _calls_unrecorded():
         for factory, kind, sizes in parts:
             if factory is not None:
                 check(factory, kind, under=under, **sizes)
+
+
+@contextmanager
+def _calls_unrecorded() -> Iterator[None]:
+    """Leave gin's record of what was built (the operative config) as it was: the probes build
+    parts at tiny sizes, outside the scopes of the run's own build, and what a binding
+    configured is read from that record (registry.usage)."""
+    import gin.config
+
+    saved = {key: dict(values) for key, values in gin.config._OPERATIVE_CONFIG.items()}
+    try:
+        yield
+    finally:
+        gin.config._OPERATIVE_CONFIG.clear()
+        gin.config._OPERATIVE_CONFIG.update(saved)
 
 
 # --- checks the probes share -----------------------------------------------------------------
@@ -153,8 +169,35 @@ def build(factory: Callable[..., Any], promise: str, **kwargs: Any) -> Any:
         raise Broken(promise, f"its constructor does not take {sorted(kwargs)} ({e})") from e
     example = dict(getattr(target_of(factory), "contract_example", {}))
     bound = _bound_arguments(factory)
+    _required_supplied(factory, promise, {*kwargs, *example, *bound}, sorted(kwargs))
     call = _callable(factory)
     return call(**{k: v for k, v in example.items() if k not in bound}, **kwargs)
+
+
+def _required_supplied(factory: Any, promise: str, supplied: set[str], passed: list[str]) -> None:
+    """Every argument without a default is one the framework passes, or one gin binds."""
+    try:
+        params = inspect.signature(target_of(factory)).parameters
+    except (TypeError, ValueError):
+        return
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    missing = [
+        n
+        for n, p in params.items()
+        if p.kind in named and p.default is inspect.Parameter.empty and n not in supplied
+    ]
+    if not missing:
+        return
+    entry = entry_of(target_of(factory))
+    owner = entry.name if entry else getattr(target_of(factory), "__name__", "it")
+    first = missing[0]
+    raise Broken(
+        promise,
+        f"its constructor requires {', '.join(repr(m) for m in missing)}, which the framework "
+        f"does not pass (it passes {', '.join(passed) or 'nothing'})",
+        f"give {first!r} a default (`{first}: int = 64`), or bind it in the recipe "
+        f"(`{owner}.{first} = 64`)",
+    )
 
 
 def target_of(factory: Any) -> Any:
@@ -201,9 +244,157 @@ def tensor(value: Any, shape: tuple[int, ...], what: str) -> torch.Tensor:
             f"it returned shape {list(value.shape)}",
             "check which dimension the output keeps (tasks T, transitions B, features)",
         )
+    if value.is_floating_point() and value.dtype != torch.float32:
+        raise Broken(
+            f"return {what} as float32, the dtype of its input",
+            f"it returned {value.dtype}",
+            "make every tensor it keeps float32 (torch.from_numpy keeps numpy's float64; "
+            "use torch.as_tensor(x, dtype=torch.float32))",
+        )
     if not torch.isfinite(value).all():
         raise Broken(f"return finite {what}", "it returned NaN or inf")
     return value
+
+
+# --- degenerate but legal inputs --------------------------------------------------------------
+
+NONFINITE_FIX = (
+    "guard every division, root and logarithm against a zero: add an epsilon to a std, a "
+    "norm or a variance (`x / (x.std() + 1e-6)`), or clamp before a log"
+)
+
+
+def finite_on(
+    module: Any,
+    inputs: Mapping[str, Any],
+    run: Callable[[Any, Any], Any],
+    what: str,
+    leaves: Callable[[Any], list[torch.Tensor]] = lambda x: [],
+):
+    """`run(module, x)` is finite, and so is its gradient to every parameter (and to
+    `leaves(x)`, inputs that carry a gradient on to other parts), on each input of `inputs`
+    (description -> input): the degenerate but legal inputs of a run (a constant feature,
+    all-zero sparse rewards, one transition repeated). The first submodule whose output is not
+    finite is named."""
+    for description, x in inputs.items():
+        output, where = _first_nonfinite(module, lambda x=x: run(module, x))
+        tensors = [t for t in _tensors(output) if t.is_floating_point()]
+        if where is not None or not all(torch.isfinite(t).all() for t in tensors):
+            raise Broken(
+                f"return finite {what} on degenerate but legal inputs",
+                f"on {description} it returned NaN or inf ({where or 'in its own forward'})",
+                NONFINITE_FIX,
+            )
+        _finite_gradient(module, tensors, leaves(x), description, what)
+
+
+def _finite_gradient(
+    module: Any, outputs: list[torch.Tensor], leaves: list, description: str, what: str
+) -> None:
+    params = [(n, p) for n, p in _parameters(module) if p.requires_grad]
+    params += [(f"its input {i}", x) for i, x in enumerate(leaves) if x.requires_grad]
+    live = [t for t in outputs if t.requires_grad]
+    if not params or not live:
+        return
+    g = torch.Generator().manual_seed(4)
+    probe = sum((t * torch.randn(t.shape, generator=g)).sum() for t in live)
+    grads = torch.autograd.grad(probe, [p for _, p in params], allow_unused=True)
+    bad = [
+        n
+        for (n, _), grad in zip(params, grads, strict=True)
+        if grad is not None and not torch.isfinite(grad).all()
+    ]
+    if bad:
+        raise Broken(
+            f"give {what} a finite gradient on degenerate but legal inputs",
+            f"on {description} the gradient of {bad[:4]} is NaN or inf",
+            NONFINITE_FIX,
+        )
+
+
+def _parameters(module: Any) -> list[tuple[str, torch.Tensor]]:
+    return list(module.named_parameters()) if isinstance(module, nn.Module) else []
+
+
+def _first_nonfinite(module: Any, run: Callable[[], Any]) -> tuple[Any, str | None]:
+    """`run()`'s result, and the first submodule (in the order they finished) whose output had
+    NaN or inf: `submodule 'norm' (Standardise)`, or `its own forward`."""
+    if not isinstance(module, nn.Module):
+        return run(), None
+    found: list[str] = []
+
+    def hook(name: str):
+        def record(mod, args, output):
+            if found or not _nonfinite(output):
+                return
+            inputs_finite = not _nonfinite(args)
+            if name and inputs_finite:
+                found.append(f"first in its submodule {name!r} ({type(mod).__name__})")
+            elif not name:
+                found.append("in its own forward")
+
+        return record
+
+    handles = [m.register_forward_hook(hook(n)) for n, m in module.named_modules()]
+    try:
+        result = run()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return result, (found[0] if found else None)
+
+
+def _nonfinite(value: Any) -> bool:
+    return any(t.is_floating_point() and not torch.isfinite(t).all() for t in _tensors(value))
+
+
+# --- how a part keeps its tensors ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a freshly built module keeps, before its first forward."""
+
+    plain: list[str]  # tensors kept as plain attributes
+    lazy: list[str]  # parameters without a size yet (lazy layers)
+    parameters: set[int]
+
+
+def snapshot(module: Any) -> Kept:
+    if not isinstance(module, nn.Module):
+        return Kept([], [], set())
+    plain = [
+        f"{name}.{key}" if name else key
+        for name, sub in module.named_modules()
+        for key, value in vars(sub).items()
+        if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter)
+    ]
+    uninitialised = nn.parameter.UninitializedParameter
+    lazy = [n for n, p in module.named_parameters() if isinstance(p, uninitialised)]
+    return Kept(plain, lazy, {id(p) for p in module.parameters()})
+
+
+def kept_as_promised(module: Any, kept: Kept, what: str) -> None:
+    """Every tensor `module` kept when built is a parameter or a buffer (a checkpoint saves
+    those and `.to(device)` moves them), and its layers existed before its first forward (the
+    trainer makes its optimisers from the parameters before the first step)."""
+    if kept.plain:
+        raise Broken(
+            f"keep every tensor of {what} as a parameter or a buffer",
+            f"{', '.join(kept.plain[:4])}: plain tensor attribute(s), which a checkpoint does "
+            "not save and .to(device) does not move",
+            "self.register_buffer('name', tensor) for a fixed tensor, nn.Parameter(tensor) for "
+            "a learned one",
+        )
+    new = [n for n, p in module.named_parameters() if id(p) not in kept.parameters]
+    if kept.lazy or new:
+        raise Broken(
+            f"create every layer of {what} with its size in __init__",
+            f"{', '.join((kept.lazy or new)[:4])} came into being in the first forward",
+            "the trainer makes its optimiser before the first step, so such a layer is never "
+            "trained and a checkpoint does not restore it: build it in __init__ from the sizes "
+            "given (nn.Linear, not nn.LazyLinear)",
+        )
 
 
 def loss_terms(value: Any, what: str) -> dict[str, torch.Tensor]:
@@ -227,6 +418,24 @@ def loss_terms(value: Any, what: str) -> dict[str, torch.Tensor]:
         if not torch.isfinite(term):
             raise Broken(f"make {key} finite", f"it is {float(term)}")
     return losses
+
+
+def carries_gradient(output: torch.Tensor, module: nn.Module, what: str) -> None:
+    """An encoder's output carries a gradient: the objective's loss trains the encoder through
+    it (a run would stop at its first step: 'element 0 of tensors does not require grad')."""
+    if output.requires_grad:
+        return
+    trainable = [n for n, p in module.named_parameters() if p.requires_grad]
+    raise Broken(
+        f"let {what} carry a gradient to its trainable parameters (its loss trains it)",
+        "it has no trainable parameter: it computes from plain or fixed tensors only"
+        if not trainable
+        else "it was computed from detached tensors or under no_grad",
+        "make what it learns an nn.Parameter (a plain tensor attribute is neither trained nor "
+        "saved)"
+        if not trainable
+        else "do not detach its output",
+    )
 
 
 def reaches(loss: torch.Tensor, module: nn.Module, what: str, inputs: tuple = ()) -> None:

@@ -10,10 +10,14 @@ import torch
 from components.contracts.core import (
     Broken,
     build,
+    carries_gradient,
     contract,
+    finite_on,
+    kept_as_promised,
     loss_terms,
     reaches,
     round_trip,
+    snapshot,
     tensor,
 )
 from components.encoders.encoded import Encoded
@@ -49,26 +53,59 @@ def _context(sizes: Sequence[int]) -> torch.Tensor:
     return torch.randn(T, B, sum(sizes), generator=torch.Generator().manual_seed(0))
 
 
+def degenerate_contexts(sizes: Sequence[int]) -> dict[str, torch.Tensor]:
+    """Contexts a run meets that a random one never shows (the reward is the last field)."""
+    x = _context(sizes)
+    zero_reward, constant = x.clone(), x.clone()
+    zero_reward[..., -1] = 0.0
+    constant[..., 0] = 0.5
+    return {
+        "a context whose rewards are all zero (sparse rewards far from the goal)": zero_reward,
+        "a context where one feature is the same in every transition": constant,
+        "a context of one transition repeated": x[:, :1].expand_as(x).clone(),
+    }
+
+
+def degenerate_embeddings(latent: int) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(T, 1, latent, generator=g).expand(T, B, latent).clone()
+    return {
+        "embeddings alike across the batch (one transition repeated)": x,
+        "all-zero embeddings": torch.zeros(T, B, latent),
+    }
+
+
 def each_size(probe):
     """Run a probe on the given sizes, or on two sets (a component must read `sizes`, not
     assume one family's width)."""
 
     def run(factory, given):
-        for sizes in [given["sizes"]] if "sizes" in given else [SIZES, OTHER_SIZES]:
+        choices = [given["sizes"]] if "sizes" in given else [SIZES, OTHER_SIZES]
+        for i, sizes in enumerate(choices):
             try:
                 probe(factory, {**given, "sizes": tuple(sizes)})
             except (Broken, FocalppError):
                 raise
             except Exception as e:
+                # sizes are the cause when others worked (or when the run's own are given)
+                other_sizes_worked = i > 0 or "sizes" in given
                 raise Broken(
                     f"work with the transition sizes it is given (here {tuple(sizes)}, width "
                     f"{sum(sizes)})",
                     f"it raised {type(e).__name__}: {e}",
-                    "build every layer from `sizes` (their sum is a transition's width)",
+                    "build every layer from `sizes` (their sum is a transition's width)"
+                    if other_sizes_worked
+                    else _fix_for(e),
                 ) from e
 
     run.__doc__ = probe.__doc__
     return run
+
+
+def _fix_for(error: Exception) -> str:
+    if "before Module.__init__() call" in str(error):
+        return "call super().__init__() first in __init__"
+    return "run the probe with --debug to see where (tools/catalog.py --check FILE.py --debug)"
 
 
 def encoder_builder(factory, given):
@@ -87,6 +124,7 @@ def encoder_builder(factory, given):
 def probe_transition_encoder(factory, given) -> None:
     sizes, latent, make = encoder_builder(factory, given)
     encoder = make()
+    kept = snapshot(encoder)
     out = encoder(_context(sizes))
     if isinstance(out, Encoded):
         raise Broken(
@@ -94,8 +132,12 @@ def probe_transition_encoder(factory, given) -> None:
             "it returned a whole-context Encoded record",
             "register it as kind 'context_encoder' and select it with `focal.encoder = @...`",
         )
-    tensor(out, (T, B, latent), "per-transition embeddings [T, B, Z]")
+    what = "per-transition embeddings [T, B, Z]"
+    tensor(out, (T, B, latent), what)
+    carries_gradient(out, encoder, "its embeddings")
     reaches((out * torch.randn_like(out)).sum(), encoder, "the embeddings' gradient")
+    kept_as_promised(encoder, kept, "the encoder")
+    finite_on(encoder, degenerate_contexts(sizes), lambda m, x: m(x), what)
     round_trip(make, encoder, lambda m: m(_context(sizes)))
 
 
@@ -104,6 +146,7 @@ def probe_transition_encoder(factory, given) -> None:
 def probe_context_encoder(factory, given) -> None:
     sizes, latent, make = encoder_builder(factory, given)
     encoder = make()
+    kept = snapshot(encoder)
     out = encoder(_context(sizes))
     if not isinstance(out, Encoded):
         raise Broken(
@@ -121,8 +164,13 @@ def probe_context_encoder(factory, given) -> None:
     if not isinstance(out.losses, Mapping):
         raise Broken("return its own loss terms as a dict", f"losses is {type(out.losses)}")
     own = loss_terms(out.losses, "its losses") if out.losses else {}
-    probe = (out.mean * torch.randn_like(out.mean)).sum() + sum(own.values())
-    reaches(probe, encoder, "the task vector's gradient")
+    carries_gradient(out.mean, encoder, "its task vector")
+    # every output an objective or the trainer reads: a parameter used by any of them counts
+    outputs = (out.mean, out.per_transition, out.weights)
+    probe = sum((x * torch.randn_like(x)).sum() for x in outputs) + sum(own.values())
+    reaches(probe, encoder, "the gradient of its outputs (z, per-transition, weights, losses)")
+    kept_as_promised(encoder, kept, "the encoder")
+    finite_on(encoder, degenerate_contexts(sizes), lambda m, x: m(x), "an Encoded record")
     round_trip(make, encoder, lambda m: m(_context(sizes)))
 
 
@@ -134,11 +182,14 @@ def probe_attention(factory, given) -> None:
         return build(factory, "be built as cls(latent_dim=)", latent_dim=latent)
 
     gate = make()
+    kept = snapshot(gate)
     embeddings = torch.randn(T, B, latent, generator=torch.Generator().manual_seed(1))
     weights = tensor(gate(embeddings), (T, B), "one weight per transition [T, B]")
     if (weights < 0).any():
         raise Broken("return non-negative weights", "some weights are negative")
     reaches((weights * torch.randn_like(weights)).sum(), gate, "the weights' gradient")
+    kept_as_promised(gate, kept, "the attention")
+    finite_on(gate, degenerate_embeddings(latent), lambda m, x: m(x), "weights [T, B]")
     round_trip(make, gate, lambda m: m(embeddings))
 
 
@@ -151,10 +202,13 @@ def probe_tokenizer(factory, given) -> None:
         return build(factory, "be built as cls(sizes=, d_model=)", sizes=sizes, d_model=width)
 
     tokenizer = make()
+    kept = snapshot(tokenizer)
     tokens = tokenizer(_context(sizes))
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 4:
         found = list(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
         raise Broken("return tokens [T, B, L, D]", f"it returned {found}")
     tensor(tokens, (T, B, tokens.shape[2], width), "tokens [T, B, L, D]")
     reaches((tokens * torch.randn_like(tokens)).sum(), tokenizer, "the tokens' gradient")
+    kept_as_promised(tokenizer, kept, "the tokenizer")
+    finite_on(tokenizer, degenerate_contexts(sizes), lambda m, x: m(x), "tokens [T, B, L, D]")
     round_trip(make, tokenizer, lambda m: m(_context(sizes)))

@@ -3,12 +3,23 @@ losses on (anchor, positive, negative) task vectors."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Protocol
 
 import torch
 
-from components.contracts.core import build, contract, loss_terms, reaches, round_trip
+from components.contracts.core import (
+    Broken,
+    build,
+    contract,
+    finite_on,
+    kept_as_promised,
+    loss_terms,
+    reaches,
+    round_trip,
+    snapshot,
+)
 from components.objectives.embeddings import TaskEmbeddings
 from components.transitions import Transitions
 from registry.validation import named_sizes
@@ -29,9 +40,11 @@ class MetricLoss(Protocol):
     ) -> Mapping[str, torch.Tensor]: ...
 
 
-def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_dim: int = Z):
-    """A meta-batch of 6 context batches of 3 tasks (each task twice: positives exist), with
-    the context they came from and an encoder of other transitions."""
+def embeddings(
+    with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_dim: int = Z, n_tasks: int = 3
+):
+    """A meta-batch of 6 context batches of min(3, n_tasks) tasks (each task at least twice:
+    positives exist), with the context they came from and an encoder of other transitions."""
     g = torch.Generator().manual_seed(2)
     query = torch.randn(T, B, latent_dim, generator=g).tanh().requires_grad_()
     key = torch.randn(T, B, latent_dim, generator=g).tanh()
@@ -44,13 +57,17 @@ def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_di
         terminated=torch.zeros(T, B),
         truncated=torch.zeros(T, B),
     )
-    weight = torch.randn(2 * obs_dim + act_dim + 1, latent_dim, generator=g)
+    # the query encoder's weights: what encode() returns carries a gradient to them, as in a run
+    weight = torch.randn(2 * obs_dim + act_dim + 1, latent_dim, generator=g).requires_grad_()
 
     def encode(t: Transitions) -> torch.Tensor:
         x = torch.cat([t.obs, t.action, t.next_obs, t.reward.unsqueeze(-1)], -1)
         return (x @ weight).tanh()
 
-    goals = torch.randn(3, obs_dim, generator=g)
+    encode.weight = weight  # type: ignore[attr-defined]  (the probe's gradient check reads it)
+
+    tasks = torch.arange(T) % min(3, n_tasks)  # ids within the training tasks the run has
+    goals = torch.randn(int(tasks.max()) + 1, obs_dim, generator=g)
 
     def relabel(t: Transitions, tasks: torch.Tensor) -> Transitions:  # −distance to a goal
         return t.with_reward(-(t.next_obs - goals[tasks]).norm(dim=-1))
@@ -58,7 +75,7 @@ def embeddings(with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_di
     return TaskEmbeddings(
         query=query,
         query_mean=query.mean(1),
-        task=torch.tensor([0, 1, 2, 0, 1, 2]),
+        task=tasks,
         key=key if with_key else None,
         key_mean=key.mean(1) if with_key else None,
         context=context,
@@ -78,13 +95,68 @@ def probe_objective(factory, given) -> None:
         return build(factory, "be built as cls(**the sizes it takes) (settings: gin)", **sizes)
 
     objective = make()
-    dims = {k: sizes.get(k, d) for k, d in (("obs_dim", OBS), ("act_dim", ACT), ("latent_dim", Z))}
+    kept = snapshot(objective)
+    defaults = (("obs_dim", OBS), ("act_dim", ACT), ("latent_dim", Z), ("n_tasks", 3))
+    dims = {k: sizes.get(k, given.get(k, d)) for k, d in defaults}
     batch = embeddings(with_key=bool(getattr(objective, "needs_key", False)), **dims)
     losses = loss_terms(objective(batch), "forward(TaskEmbeddings)")
     total = sum(losses.values())
-    reaches(total, objective, "its loss", inputs=(batch.query,))
+    trains_the_encoder(total, batch)
+    reaches(total, objective, "its loss")
+    kept_as_promised(objective, kept, "the objective")
+    finite_on(objective, degenerate(batch), _losses, "`loss_*` terms", leaves=_leaves)
     if isinstance(objective, torch.nn.Module):
         round_trip(make, objective, lambda m: dict(m(batch)))
+
+
+def trains_the_encoder(loss: torch.Tensor, batch: TaskEmbeddings) -> None:
+    """The loss has a gradient to the embeddings it was given, or to what `encode` returns:
+    the encoder learns from it (only the query side: keys come from a momentum copy)."""
+    encoder = [batch.query, *_encoder_weights(batch)]
+    if loss.requires_grad:
+        grads = torch.autograd.grad(loss, encoder, allow_unused=True, retain_graph=True)
+        if any(g is not None for g in grads):
+            return
+    raise Broken(
+        "let its loss carry a gradient to the query embeddings (query, query_mean, or what "
+        "encode() returns): only through them does the encoder learn",
+        "no gradient reaches them (it was computed from detached tensors, keys, or the "
+        "context alone)",
+        "compute the loss from emb.query / emb.query_mean without .detach()",
+    )
+
+
+def _encoder_weights(batch: TaskEmbeddings) -> list[torch.Tensor]:
+    weight = getattr(batch.encode, "weight", None)
+    return [weight] if weight is not None else []
+
+
+def _losses(objective, batch: TaskEmbeddings) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in dict(objective(batch)).items() if k.startswith("loss_")}
+
+
+def _leaves(batch: TaskEmbeddings) -> list[torch.Tensor]:
+    return [batch.query]
+
+
+def degenerate(batch: TaskEmbeddings) -> dict[str, TaskEmbeddings]:
+    """Meta-batches a run meets that random embeddings never show."""
+    alike = batch.query.detach()[:, :1].expand_as(batch.query).clone().requires_grad_()
+    constant = batch.query.detach().clone()
+    constant[..., 0] = 0.5
+    constant.requires_grad_()
+    zero = torch.zeros_like(batch.query).requires_grad_()
+    silent = dataclasses.replace(batch.context, reward=torch.zeros_like(batch.context.reward))
+    cases = {
+        "embeddings alike across each context batch (one transition repeated)": alike,
+        "embeddings where one feature is the same everywhere": constant,
+        "all-zero embeddings (an encoder at its start)": zero,
+    }
+    found = {d: dataclasses.replace(batch, query=q, query_mean=q.mean(1)) for d, q in cases.items()}
+    found["a context whose rewards are all zero (sparse rewards)"] = dataclasses.replace(
+        batch, context=silent
+    )
+    return found
 
 
 @contract("metric_loss", MetricLoss)

@@ -29,6 +29,7 @@ from components.data.store import (
 )
 from components.envs.family import EnvFamily
 from components.reporting.console import out
+from components.reporting.run_dir import check_name_lengths
 from registry import get
 
 
@@ -51,6 +52,7 @@ def ensure_dataset(
     """
     root = Path(root) if root is not None else cache_root()
     path = dataset_dir(root, family_name, protocol, seed, tag)
+    check_name_lengths(path, "dataset")
     builder = get("dataset", protocol)()
     family = family if family is not None else get("env", family_name)(seed=seed)
     if path.exists():  # only ever renamed into place complete: no lock needed to read it
@@ -68,11 +70,19 @@ def cached(path: Path, builder, family_name: str, family: EnvFamily) -> Dataset:
     built_with = dataset.manifest.get("settings")
     if built_with != _jsonable(builder.settings()):
         raise DatasetError(
-            f"{path} was built with other settings than this run asks for:\n"
-            f"  stored:    {built_with}\n  requested: {_jsonable(builder.settings())}\n"
-            "use another --out (or $FOCALPP_DATA) or --tag, or delete it to rebuild"
+            f"{path} was built with other settings than this run asks for: "
+            f"{_differences(built_with or {}, _jsonable(builder.settings()))}. Collection "
+            "settings (behaviour_sac.*, the protocol's) configure a dataset only while it is "
+            "built, and this one exists: drop those bindings to use it, or build another in "
+            "another store or under another tag (a run: focal.data_root, focal.dataset_tag; "
+            "tools/collect.py: --out or $FOCALPP_DATA, --tag), or delete it to rebuild"
         )
     return dataset
+
+
+def _differences(stored: dict, requested: dict) -> str:
+    keys = sorted(k for k in {**stored, **requested} if stored.get(k) != requested.get(k))
+    return "; ".join(f"{k} is {stored.get(k)!r} there, {requested.get(k)!r} here" for k in keys)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -49,8 +50,20 @@ def cache_root() -> Path:
 def dataset_dir(root: Path, family: str, protocol: str, seed: int, tag: str | None = None) -> Path:
     """`<root>/<family>/<protocol>-s<seed>[-<tag>]`; a tag keeps data of other collection
     settings (e.g. a scale's) beside the default ones."""
+    check_tag(tag)
     suffix = f"-{tag}" if tag else ""
     return Path(root) / family / f"{protocol}-s{seed}{suffix}"
+
+
+def check_tag(tag: str | None) -> None:
+    """A dataset tag is part of one directory's name: a path in it (`../x`) would put the
+    dataset outside the store."""
+    if not tag or (re.fullmatch(r"[\w.-]+", tag) and tag.strip(".")):
+        return
+    raise DatasetError(
+        f"dataset tag {tag!r} (--tag, or focal.dataset_tag) must be a plain name: letters, "
+        "digits, '.', '_' and '-', no path separators and not only dots"
+    )
 
 
 def rebuild_command(

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import numpy as np
 
 from components.envs.sparse import paper_sparsify, sparsify
+from registry.constraints import check_seed
 
 A = TypeVar("A")  # numpy array or torch tensor
 
@@ -74,6 +75,7 @@ class EnvFamily(ABC):
     def __init__(
         self, *, seed: int = 0, goal_radius: float | Literal["default"] | None = "default"
     ):
+        check_seed(seed, "focal.data_seed (the dataset's seed)")
         self.seed = seed
         self.goal_radius = self.default_goal_radius if goal_radius == "default" else goal_radius
         if self.goal_radius == 0:

@@ -37,11 +37,13 @@ def check_names(names: Sequence[str]) -> None:
         get("analysis", name)
 
 
-def analyse(run_dir: Path, names: Sequence[str], bindings: Sequence[str] = ()) -> dict:
+def analyse(
+    run_dir: Path, names: Sequence[str], bindings: Sequence[str] = (), plugins: Sequence[str] = ()
+) -> dict:
     """Rebuild a finished run from its record and checkpoint, run `names` on it and merge
     their results into run_dir/analysis.json (written after each); figures go to
-    run_dir/figures/."""
-    trained = load_trained(run_dir)
+    run_dir/figures/. `plugins`: where the run's plugin files are now, if they moved."""
+    trained = load_trained(run_dir, plugins)
     parse_bindings(list(bindings), "--gin_param")
     check_bindings()
     figures = run_dir / "figures"

@@ -21,6 +21,7 @@ from registry import FocalppError
 class NonFiniteActions(FocalppError):
     """The policy acted with a NaN or an infinity (the environment would refuse the step)."""
 
+
 Policy = Callable[[np.ndarray], np.ndarray]  # observations [N, F] -> actions [N, A]
 
 

@@ -12,6 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
+from components.reporting.console import err
 from components.reporting.run_dir import atomic_write_text
 from registry import FocalppError
 
@@ -36,14 +39,7 @@ class MetricsLog:
         self.path = Path(run_dir) / "metrics.jsonl"
         self.count = 0
         if resume is not None:
-            self.count = resume[0]
-            lines = self.path.read_text().splitlines(keepends=True) if self.path.exists() else []
-            if len(lines) < self.count:
-                raise FocalppError(
-                    f"{self.path} has {len(lines)} records but the checkpoint saw {self.count}: "
-                    "the metrics log was edited or replaced; cannot resume it consistently"
-                )
-            atomic_write_text(self.path, "".join(lines[: self.count]))
+            self.count = self._cut_back(resume[0])
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
         self._writer = None
         if tensorboard:
@@ -57,6 +53,30 @@ class MetricsLog:
                     str(Path(run_dir) / "tensorboard"),
                     purge_step=resume[1] + 1 if resume is not None else None,
                 )
+
+    def _cut_back(self, count: int) -> int:
+        """Keep the first `count` records (those the checkpoint saw) and return how many were
+        kept. A last line cut mid-way (a crash or a full disk during its write) is dropped, not
+        continued: where it was one of the checkpoint's records, that one record is lost and
+        the run says so."""
+        text = self.path.read_text() if self.path.exists() else ""
+        lines = text.splitlines(keepends=True)
+        cut = bool(lines) and not lines[-1].endswith("\n")
+        whole = lines[:-1] if cut else lines
+        if len(whole) < count - cut:
+            raise FocalppError(
+                f"{self.path} has {len(whole)} records but the checkpoint saw {count}: "
+                "the metrics log was edited or replaced; cannot resume it consistently"
+            )
+        if len(whole) < count:
+            err.print(
+                f"[yellow]warning:[/] {escape(str(self.path))}: record {count} was cut "
+                "mid-line (a crash or a full disk while it was written); it is dropped and "
+                "the log goes on after it"
+            )
+        kept = whole[:count]
+        atomic_write_text(self.path, "".join(kept))
+        return len(kept)
 
     def write(self, step: int, kind: str, values: dict[str, Any]) -> None:
         record = {"step": step, "kind": kind, **values}
@@ -76,6 +96,26 @@ class MetricsLog:
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """Every record of a run's metrics.jsonl (for reports and tests)."""
+    """Every record of a run's metrics.jsonl (for reports and tests); a missing or damaged
+    log is an error that names the file and the line."""
     path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else f"not text: {e}"
+        raise FocalppError(f"cannot read {path} ({reason}): {DAMAGED}") from e
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise FocalppError(f"{path} line {number} is not valid JSON ({e}): {DAMAGED}") from e
+        if not isinstance(record, dict):
+            raise FocalppError(f"{path} line {number} is not a JSON object: {DAMAGED}")
+        records.append(record)
+    return records
+
+
+DAMAGED = "the run's metrics log is damaged; restore it, or leave that run out"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -11,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 from registry import FocalppError
+
+LOCK = ".lock"  # held by the one process that trains in a run directory
 
 
 def default_run_dir(root: Path, recipe: str, env: str, seed: int) -> Path:
@@ -26,15 +31,74 @@ def default_run_dir(root: Path, recipe: str, env: str, seed: int) -> Path:
 
 def create_run_dir(path: Path) -> Path:
     """Create `path` (and its parents); refuse one that already exists or cannot be written."""
-    if path.exists():
+    if make_dirs(path, "output directory") is None:
         raise FocalppError(
             f"output directory {path} already exists; choose another --out or remove it first"
         )
+    return path
+
+
+def make_dirs(path: Path, what: str) -> Path | None:
+    """Create directory `path` and its missing parents; return the outermost directory made,
+    for a caller to remove if what it then writes fails, or None where `path` was there. A file
+    in the way, too long a name or a place that cannot be written is refused, naming `what`
+    (e.g. "output directory") and the path."""
+    path = Path(path)
+    check_name_lengths(path, what)
+    try:
+        if path.is_dir():
+            return None
+        if path.exists():
+            raise FocalppError(f"{what} {path} is a file, not a directory; choose another path")
+        top = path
+        while top.parent != top and not top.parent.exists():
+            top = top.parent
+    except OSError as e:
+        raise FocalppError(f"cannot create {what} {path}: {e.strerror}") from e
     try:
         path.mkdir(parents=True)
     except OSError as e:
-        raise FocalppError(f"cannot create output directory {path}: {e.strerror}") from e
-    return path
+        shutil.rmtree(top, ignore_errors=True)  # the parents this call made
+        raise FocalppError(f"cannot create {what} {path}: {e.strerror}") from e
+    return top
+
+
+@contextmanager
+def removed_on_failure(created: Path | None):
+    """Remove `created` (what `make_dirs` made) if the block fails: no half-made output stays."""
+    try:
+        yield
+    except BaseException:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def check_name_lengths(path: Path, what: str) -> None:
+    """Refuse a path with a name longer than the file system takes (ENAMETOOLONG), saying so,
+    before anything is created on the way to it."""
+    limit = _name_max(Path(path))
+    for name in Path(path).parts:
+        size = len(os.fsencode(name))
+        if size > limit:
+            raise FocalppError(
+                f"{what} {path}: the name {name[:40]!r}… is {size} bytes, longer than the "
+                f"{limit} bytes a file or directory name may have here; choose a shorter name"
+            )
+
+
+def _name_max(path: Path) -> int:
+    """The longest file name the file system of `path`'s nearest existing ancestor takes."""
+    here = path.absolute()
+    while True:
+        try:
+            if here.exists():
+                return os.pathconf(here, "PC_NAME_MAX")
+        except OSError:
+            pass  # this ancestor's own name is too long, or it cannot be read: look higher
+        if here.parent == here:
+            return 255
+        here = here.parent
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -66,3 +130,53 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """`atomic_write_text` for bytes (figures)."""
     with atomic_file(path) as f:
         f.write(data)
+
+
+@contextmanager
+def run_lock(run_dir: Path, doing: str = "resume"):
+    """Hold the run directory's lock while this process trains in it, so that a second
+    `tools/run.py --resume` of the run is refused instead of both writing the same files. The
+    kernel drops the lock when the process ends, however it ends (a kill -9 too); the lock file
+    goes on release, and an empty one a killed process left behind is harmless."""
+    fd = _lock(Path(run_dir), doing)
+    try:
+        yield
+    finally:
+        (Path(run_dir) / LOCK).unlink(missing_ok=True)  # while held: nobody holds this file
+        os.close(fd)
+
+
+def _lock(run_dir: Path, doing: str) -> int:
+    path = run_dir / LOCK
+    if not os.access(run_dir, os.W_OK | os.X_OK):  # before the lock file is made in it
+        raise _unwritable(run_dir, doing, os.strerror(errno.EACCES))
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise _unwritable(run_dir, doing, e.strerror) from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise FocalppError(
+                f"cannot {doing} {run_dir}: another process is training it (it holds {path}); "
+                "wait for it to end, or stop it, then resume"
+            ) from None
+        if _same_file(fd, path):
+            return fd
+        os.close(fd)  # the holder removed the file as it let go: lock the one there now
+
+
+def _unwritable(run_dir: Path, doing: str, reason: str) -> FocalppError:
+    return FocalppError(
+        f"cannot {doing} {run_dir}: cannot write in it ({reason}); a run writes its checkpoints "
+        f"and metrics there: make it writable (chmod -R u+w {run_dir}) or resume a writable copy"
+    )
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False

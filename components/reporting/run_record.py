@@ -7,6 +7,7 @@ algorithm from the record and its checkpoint to measure it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from components.reporting.checkpoint import (
 from components.reporting.console import out
 from components.reporting.run_dir import atomic_write_text
 from registry import RECIPES_DIR, Composition, FocalppError, RunContext, compose
+from registry.constraints import check_seed
 from registry.recipes import build
 
 RECORDED = ("recipe", "env", "scale", "seed", "device")
@@ -64,12 +66,31 @@ def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
         raise FocalppError(f"cannot {doing} {run_dir}: not a run directory (it has no run.json)")
     try:
         record = json.loads(path.read_text())
-        missing = [k for k in RECORDED if k not in record]
-    except (json.JSONDecodeError, TypeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise FocalppError(f"cannot {doing} {run_dir}: {path} is not a run record ({e})") from e
+    if not isinstance(record, dict):
+        raise FocalppError(
+            f"cannot {doing} {run_dir}: {path} is not a run record (expected a JSON object)"
+        )
+    missing = [k for k in RECORDED if k not in record]
     if missing:
         raise FocalppError(f"cannot {doing} {run_dir}: {path} lacks {', '.join(missing)}")
+    _check_recorded_values(record, path, f"cannot {doing} {run_dir}")
     return record
+
+
+def _check_recorded_values(record: dict[str, Any], path: Path, prefix: str) -> None:
+    """The recorded choices have the types tools/run.py writes (a hand edit may break them)."""
+    for key in ("recipe", "env", "scale", "device"):
+        if not isinstance(record[key], str):
+            raise FocalppError(
+                f"{prefix}: {path} has {key} {record[key]!r}, expected a string: the record "
+                "is damaged"
+            )
+    try:
+        check_seed(record["seed"], "seed")
+    except FocalppError as e:
+        raise FocalppError(f"{prefix}: {path} has {e}: the record is damaged") from e
 
 
 def add_to_run_record(run_dir: Path, key: str, value: Any) -> None:
@@ -80,6 +101,37 @@ def add_to_run_record(run_dir: Path, key: str, value: Any) -> None:
         record = json.loads(path.read_text())
         if record.get(key) != value:
             atomic_write_text(path, json.dumps({**record, key: value}, indent=1))
+
+
+def plugin_reference(plugin: str) -> str:
+    """A plugin file as an absolute path (a resume may start elsewhere); a module name as is."""
+    path = Path(plugin).expanduser()
+    return str(path.resolve()) if path.suffix == ".py" and path.is_file() else plugin
+
+
+def relocated_plugins(record: dict[str, Any], run_dir: Path, given: Sequence[str] = ()) -> list:
+    """The run's plugins as this machine has them: a recorded plugin file that is not here is
+    replaced by the `given` file of the same name (`--plugin NEW_PATH`, as `--recipe NEW_PATH`
+    for a moved recipe; the configuration fingerprint still has to match); without one, the
+    message says so."""
+    moved = {Path(p).name: plugin_reference(p) for p in given if str(p).endswith(".py")}
+    plugins = []
+    for plugin in record.get("plugins", []):
+        name = Path(plugin).name
+        if not str(plugin).endswith(".py") or Path(plugin).is_file():
+            plugins.append(plugin)
+        elif name in moved:
+            plugins.append(moved[name])
+        else:
+            raise FocalppError(
+                f"{run_dir}/run.json names plugin file {plugin}, which is not on this machine "
+                "(the run directory was copied or the file moved): put it back, or say where "
+                f"it is now with --plugin NEW_PATH/{name} (`python tools/run.py --resume "
+                f"{run_dir} --plugin NEW_PATH/{name}`, or `python tools/analyze.py {run_dir} "
+                f"--plugin NEW_PATH/{name}`; the configuration must still be the one the run "
+                "was trained with)"
+            )
+    return plugins
 
 
 def compose_recorded(
@@ -93,15 +145,17 @@ def compose_recorded(
         seed=record["seed"],
         device=record["device"],
         bindings=[*record.get("bindings", []), *bindings],
-        plugins=record.get("plugins", []),
+        plugins=relocated_plugins(record, run_dir),
     )
 
 
-def load_trained(run_dir: Path):
+def load_trained(run_dir: Path, plugins: Sequence[str] = ()):
     """The algorithm of a run with its checkpoint's networks (the last meta-test's, for a
-    finished run): built from the recorded configuration, which must match the checkpoint's."""
+    finished run): built from the recorded configuration, which must match the checkpoint's.
+    `plugins`: where the run's plugin files are now, if they moved (`relocated_plugins`)."""
     run_dir = Path(run_dir)
     record = read_run_record(run_dir, doing="analyse")
+    record = {**record, "plugins": relocated_plugins(record, run_dir, plugins)}
     exp = compose_recorded(record, run_dir).experiment
     context = RunContext(
         env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir, device=exp.device

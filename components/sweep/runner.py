@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from components.reporting.run_dir import atomic_write_text
+from components.reporting.run_dir import atomic_write_text, make_dirs
 from components.sweep.job import Job, Outcome, run_summary
 from components.sweep.study import AnalyzeSpec, Study, StudyError
 
@@ -123,9 +123,10 @@ def _with_retries(backend, jobs: list[Job], retries: int, on_outcome):
 def _claim(out: Path, study: Study) -> None:
     """Create the study directory, or check that an existing one was made by a compatible
     spec (more recipes, envs or seeds are fine; other bindings would mix results)."""
+    make_dirs(out, "study directory")  # a file in the way or too long a name is refused
     spec_file = out / "study.json"
     if spec_file.is_file():
-        before = json.loads(spec_file.read_text())
+        before = _read_spec(spec_file)
         changed = [k for k in RUN_SHAPING if before.get(k) != study.to_dict()[k]]
         old_variants = before.get("variants", {})
         if any(old_variants.get(k, list(v)) != list(v) for k, v in study.variants.items()):
@@ -136,8 +137,21 @@ def _claim(out: Path, study: Study) -> None:
                 f"({', '.join(f'{k}: {before.get(k)!r}' for k in changed)}); its finished runs "
                 "would be mixed with new ones. Choose another --out"
             )
-    out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(spec_file, json.dumps(study.to_dict(), indent=1))
+
+
+def _read_spec(path: Path) -> dict[str, Any]:
+    """The study.json of an existing study directory, or an error naming the damage."""
+    try:
+        spec = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise StudyError(
+            f"{path} is not valid JSON ({e}): the study directory is damaged; restore the file "
+            "(tools/sweep.py writes it from the study file) or choose another --out"
+        ) from e
+    if not isinstance(spec, dict):
+        raise StudyError(f"{path} is not a study's spec (expected a JSON object); restore it")
+    return spec
 
 
 def _missing(run_dir: Path, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -201,8 +215,14 @@ def read_index(path: Path) -> dict[str, Any]:
         path = path / INDEX
     try:
         index = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise StudyError(f"cannot read the study index {path}: {e}") from e
-    if not isinstance(index, dict) or "runs" not in index:
-        raise StudyError(f"{path} is not a study index (no `runs`)")
+    if not isinstance(index, dict) or not isinstance(index.get("runs"), list):
+        raise StudyError(f"{path} is not a study index (no list of `runs`)")
+    for entry in index["runs"]:
+        if not isinstance(entry, dict) or not {"name", "status", "run_dir"} <= set(entry):
+            raise StudyError(
+                f"{path} lists a run without its name, status and run_dir ({entry!r}): the "
+                "index is damaged; run the study again to write it anew"
+            )
     return index

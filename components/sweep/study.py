@@ -28,6 +28,7 @@ from typing import Any
 import tomllib
 
 from registry import RECIPES_DIR, FocalppError, get, load_plugin
+from registry.constraints import check_seed
 from registry.recipes import columns, find_recipe
 
 
@@ -231,8 +232,11 @@ def load_study(path: Path) -> Study:
             raise StudyError(f"{path}: `{key}` is empty; list at least one")
         if len(set(raw[key])) != len(raw[key]):
             raise StudyError(f"{path}: `{key}` lists an entry twice: {raw[key]}")
-    if any(s < 0 for s in raw["seeds"]):
-        raise StudyError(f"{path}: seeds must be non-negative, got {raw['seeds']}")
+    for seed in raw["seeds"]:
+        try:
+            check_seed(seed, "seed")
+        except FocalppError as e:
+            raise StudyError(f"{path}: `seeds` lists {e}") from None
     if not re.fullmatch(r"[\w.-]+", raw["name"]):
         raise StudyError(
             f"{path}: `name` {raw['name']!r} must be a plain name (letters, digits, . _ -)"

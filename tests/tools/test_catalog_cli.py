@@ -57,3 +57,30 @@ def test_check_of_a_file_that_registers_nothing(tmp_path):
     empty.write_text("x = 1\n")
     r = catalog_cli("--check", str(empty))
     assert r.returncode == 2 and "registers no component" in r.stderr
+
+
+def test_check_accepts_a_per_transition_head_and_names_what_a_run_would_trip_on(tmp_path):
+    """A head used only by the per-transition embeddings gets its gradient from them (the
+    docs allow it); a standardisation without an epsilon is caught on a context of all-zero
+    rewards, before a run meets one."""
+    plugin = tmp_path / "my_heads.py"
+    plugin.write_text(
+        "import torch\nfrom torch import nn\n\nfrom components.encoders.encoded import Encoded\n"
+        "from registry import register\n\n\n"
+        "@register('context_encoder', 'cli_headed_encoder')\nclass Headed(nn.Module):\n"
+        "    def __init__(self, *, sizes, latent_dim):\n        super().__init__()\n"
+        "        self.body = nn.Linear(sum(sizes), latent_dim)\n"
+        "        self.head = nn.Linear(latent_dim, latent_dim)\n\n"
+        "    def forward(self, context):\n        h = self.body(context)\n"
+        "        return Encoded(self.head(h), torch.ones(h.shape[:2]), h.mean(1))\n\n\n"
+        "@register('transition_encoder', 'cli_standardised')\nclass Standardised(nn.Module):\n"
+        "    def __init__(self, *, sizes, latent_dim):\n        super().__init__()\n"
+        "        self.net = nn.Linear(sum(sizes), latent_dim)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.net((x - x.mean(1, keepdim=True)) / x.std(1, keepdim=True))\n"
+    )
+    r = catalog_cli("--check", str(plugin))
+    assert r.returncode == 2
+    assert "ok context_encoder cli_headed_encoder: honours its contract" in r.stdout
+    assert "broken transition_encoder cli_standardised" in r.stderr
+    assert "on a context whose rewards are all zero" in r.stderr and "Traceback" not in r.stderr

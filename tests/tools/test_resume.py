@@ -166,3 +166,64 @@ def test_checkpoint_write_killed_half_way_keeps_the_previous_one(tmp_path):
     state = load_checkpoint(tmp_path)
     assert state["step"] == 1 and torch.equal(state["weights"], torch.arange(3.0))
     assert remove_stale_temporaries(tmp_path) and not list(tmp_path.glob(".*.tmp"))
+
+
+LAB_OBJECTIVE = """from components.objectives.dml import FocalDML
+from registry import register
+
+
+@register("objective", "lab_moved_dml")
+class LabDML(FocalDML):
+    pass
+"""
+
+
+def tiny_run(data_root: Path, out: Path, *extra: str) -> Path:
+    """A finished tiny run, stopped as if killed after its last checkpoint (no eval.json)."""
+    r = cli(
+        "run",
+        *("--recipe", "focal.gin", "--env", "sparse_point_robot", "--scale", "tiny"),
+        *("--gin_param", f"focal.data_root = '{data_root}'", *extra, "--out", str(out)),
+    )
+    assert r.returncode == 0, r.stderr
+    (out / "eval.json").unlink()
+    return out
+
+
+def test_a_moved_plugin_file_is_found_where_the_user_says(tiny_data, tmp_path):
+    """Made with `--plugin FILE` whose component the run uses; the file moves; the run resumes
+    and is analysed with `--plugin NEW_PATH` (real processes: a plugin registers its names once
+    per process)."""
+    plugin = tmp_path / "lab" / "lab_moved.py"
+    plugin.parent.mkdir()
+    plugin.write_text(LAB_OBJECTIVE)
+    objective = ("--plugin", str(plugin), "--gin_param", "focal.objective = @lab_moved_dml")
+    run_dir = tiny_run(tiny_data, tmp_path / "run", *objective)
+    moved = plugin.rename(tmp_path / plugin.name)
+    r = cli("run", "--resume", str(run_dir))
+    assert r.returncode == 2 and "--plugin NEW_PATH/lab_moved.py" in r.stderr, r.stderr
+    r = cli("run", "--resume", str(run_dir), "--plugin", str(moved), process=True)
+    assert r.returncode == 0, r.stderr
+    assert (run_dir / "eval.json").is_file()
+    r = cli("analyze", str(run_dir), "--analyses", "embedding_variance", "--plugin", str(moved),
+            process=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "embedding_variance" in json.loads((run_dir / "analysis.json").read_text())
+
+
+def test_a_metrics_log_cut_mid_line_resumes_to_valid_json_lines(tiny_data, tmp_path):
+    """The log lost the end of its last record (a crash before it reached the disk): the
+    resume drops the cut line instead of writing on after it, and the report reads it."""
+    run_dir = tiny_run(tiny_data, tmp_path / "run")
+    log = run_dir / "metrics.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:-2]) + lines[-2][:30])  # the last record the checkpoint saw
+    r = cli("run", "--resume", str(run_dir))
+    assert r.returncode == 0, r.stderr
+    assert "was cut mid-line" in r.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]  # all whole
+    assert [r["step"] for r in records] == [json.loads(line)["step"] for line in lines[:-2]] + [
+        json.loads(lines[-1])["step"]
+    ]
+    r = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
+    assert r.returncode == 0, r.stderr
