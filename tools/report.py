@@ -49,7 +49,7 @@ from rich.table import Table
 
 from components.evaluation.embedding_variance import crossovers
 from components.reporting import figures
-from components.reporting.console import out, run_tool
+from components.reporting.console import err, out, run_tool
 from components.reporting.intervals import REPS, improvement, iqm, verdict
 from components.reporting.metrics import read_metrics
 from components.reporting.paper import (
@@ -180,19 +180,34 @@ def _check_numbers(record: dict, path: Path) -> None:
 
 
 def check_distinct_seeds(grouped: dict[tuple[str, str, str], list[dict]]) -> None:
-    """Each row counts a seed once: a copied run directory, or one seed run twice, would count
-    as independent evidence and narrow the row's interval."""
+    """Each row counts a seed once: a copied run directory, or one seed run twice with the same
+    bindings, would count as independent evidence and narrow the row's interval. Runs of one
+    seed with other bindings (a probe beside a study's run) are other configurations: the row
+    mixes them, and a warning says so (label them to give each its own row)."""
     for (env, scale, recipe), group in grouped.items():
-        by_seed: dict[int, list[str]] = defaultdict(list)
+        by_seed: dict[int, list[dict]] = defaultdict(list)
         for run in group:
-            by_seed[run["seed"]].append(str(run["dir"]))
-        for seed, dirs in sorted(by_seed.items()):
-            if len(dirs) > 1:
-                raise FocalppError(
-                    f"{' and '.join(dirs)} are {'both' if len(dirs) == 2 else 'all'} seed "
-                    f"{seed} of {recipe} on {env} ({scale}): a row counts each seed once (a "
-                    "copy, or a second run of a seed, is not independent evidence); report one "
-                    "of them: name only the run directories to report, or move the others away"
+            by_seed[run["seed"]].append(run)
+        for seed, same_seed in sorted(by_seed.items()):
+            by_config: dict[tuple, list[str]] = defaultdict(list)
+            for run in same_seed:
+                config = (tuple(run.get("bindings") or ()), tuple(run.get("plugins") or ()))
+                by_config[config].append(str(run["dir"]))
+            for dirs in by_config.values():
+                if len(dirs) > 1:
+                    raise FocalppError(
+                        f"{' and '.join(dirs)} are {'both' if len(dirs) == 2 else 'all'} seed "
+                        f"{seed} of {recipe} on {env} ({scale}) with the same bindings: a row "
+                        "counts each seed once (a copy, or a second run of a seed, is not "
+                        "independent evidence); report one of them: name only the run "
+                        "directories to report, or move the others away"
+                    )
+            if len(by_config) > 1:
+                dirs = [str(run["dir"]) for run in same_seed]
+                err.print(
+                    f"warning: the row {recipe} on {env} ({scale}) mixes runs of other "
+                    f"bindings, seed {seed} among them ({', '.join(escape(d) for d in dirs)}); "
+                    "give a variant its own row with tools/run.py --label"
                 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -291,3 +292,22 @@ def test_report_sets_the_successors_drop_against_focals(tiny_runs):
     assert point == pytest.approx(p, abs=0.005)
     wind = "| point_robot_wind | tiny | - | drop, own → other_policy context (test), dense"
     assert not any(x.startswith(wind) for x in result.stdout.splitlines())  # dense family
+
+
+def test_a_seed_run_again_with_other_bindings_is_flagged_then_labelled_apart(tiny_runs, tmp_path):
+    """A probe of one seed with other bindings beside a study's runs: not a copy (no refusal),
+    but the row would mix configurations; the warning says so, and a label splits the row."""
+    probe = tmp_path / "focal-s0-probe"
+    shutil.copytree(tiny_runs / "focal-s0", probe)
+    record = json.loads((probe / "run.json").read_text())
+    record["bindings"] = [*record["bindings"], "brac.lr = 3e-4"]
+    (probe / "run.json").write_text(json.dumps(record))
+    runs = [str(tiny_runs / "focal-s0"), str(tiny_runs / "focal-s1"), str(probe)]
+    mixed = cli("report", *runs)
+    assert mixed.returncode == 0, mixed.stderr
+    assert "mixes runs of other bindings, seed 0 among them" in " ".join(mixed.stderr.split())
+    record["label"] = "lr 3e-4"
+    (probe / "run.json").write_text(json.dumps(record))
+    apart = cli("report", *runs)
+    assert apart.returncode == 0 and "mixes" not in apart.stderr
+    assert "focal (lr 3e-4)" in apart.stdout
