@@ -14,13 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 from torch import nn
 
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.evaluation.modes import eval_mode
-from components.reporting.figures import densities as density_figure
 from registry import register
 from registry.constraints import PositiveInt
 
@@ -51,6 +49,9 @@ def weights_auc(weights: np.ndarray, rewarded: np.ndarray) -> float | None:
     rewarded = np.asarray(rewarded, dtype=bool)
     if rewarded.all() or not rewarded.any():
         return None
+    # imported when used: sklearn costs every tool ~2 s of start-up
+    from sklearn.metrics import roc_auc_score
+
     return float(roc_auc_score(rewarded, weights))
 
 
@@ -105,6 +106,9 @@ class AttentionAnalysis:
         if gated:
             d = result.densities(self.bins)
             series = {k: v for k, v in d.items() if k != "edges"}
+            # imported when used, as sklearn is: matplotlib costs ~0.7 s of start-up
+            from components.reporting.figures import densities as density_figure
+
             figure = density_figure(
                 d["edges"],
                 series,

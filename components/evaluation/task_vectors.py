@@ -24,9 +24,6 @@ from typing import Annotated
 
 import numpy as np
 import torch
-from sklearn.linear_model import Ridge
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from components.data.sampler import TensorSampler
 from components.evaluation.episodes import agent_policy, rollout
@@ -46,6 +43,11 @@ def decoding_error(
 ) -> float:
     """Mean absolute error of a ridge read-out z -> y fitted on (z_train, y_train), on the test
     pairs; z [N, Z], y [N, P]; in y's units, averaged over the P parameters."""
+    # imported when used: sklearn costs every tool ~2 s of start-up
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     model = make_pipeline(StandardScaler(), Ridge(alpha=alpha))
     model.fit(z_train, y_train)
     predicted = model.predict(z_test).reshape(y_test.shape)  # one column comes back as [N]

@@ -7,13 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.manifold import TSNE
 from torch import nn
 
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.evaluation.modes import eval_mode
-from components.reporting.figures import scatter_by_label
 from registry import register
 
 
@@ -28,6 +26,9 @@ class TaskMap:
 def tsne_map(embeddings: np.ndarray, task: np.ndarray, *, seed: int = 0) -> TaskMap:
     """Embed [N, Z] in 2-D with t-SNE (perplexity capped below N)."""
     n = len(embeddings)
+    # imported when used: sklearn costs every tool ~2 s of start-up
+    from sklearn.manifold import TSNE
+
     tsne = TSNE(n_components=2, perplexity=min(30.0, max(2.0, (n - 1) / 3)), random_state=seed)
     return TaskMap(tsne.fit_transform(np.asarray(embeddings, dtype=np.float64)), np.asarray(task))
 
@@ -73,6 +74,9 @@ class TSNEAnalysis:
             seed=trained.run_context.seed,
         )
         ctx = trained.run_context
+        # imported when used, as sklearn is: matplotlib costs ~0.7 s of start-up
+        from components.reporting.figures import scatter_by_label
+
         figure = scatter_by_label(
             task_map.points,
             task_map.task,

@@ -27,14 +27,14 @@ from components.reporting.checkpoint import (
 from tests.conftest import ROOT, cli, logged_steps
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-STEPS = 300
+STEPS = 150
 
 
 def flags(data_root: Path) -> list[str]:
     bindings = (
         f"focal.data_root = '{data_root}'",
         f"focal.steps = {STEPS}",
-        "focal.eval_every = 100",
+        "focal.eval_every = 50",
         "focal.log_every = 10",
         "focal.checkpoint_every = 25",
     )
@@ -88,11 +88,11 @@ def uninterrupted(tiny_data, tmp_path_factory) -> tuple[str, dict]:
 def test_sigkill_then_resume_matches_uninterrupted_run(uninterrupted, tiny_data, tmp_path):
     out = tmp_path / "killed"
     proc = start_run([*flags(tiny_data), "--out", str(out)])
-    wait_for_step(out, 130, proc)
+    wait_for_step(out, 65, proc)
     proc.kill()  # SIGKILL: no handler runs, nothing is flushed
     proc.wait()
     checkpoint_step = load_checkpoint(out)["step"]
-    assert 125 <= checkpoint_step < STEPS
+    assert 50 <= checkpoint_step < STEPS
     r = cli("run", "--resume", str(out), env=ONE_THREAD)
     assert r.returncode == 0, r.stderr
     assert f"resuming at step {checkpoint_step} of {STEPS}" in r.stdout
@@ -106,7 +106,7 @@ def test_damaged_checkpoint_is_refused_and_the_previous_one_resumes_exactly(
     checkpoint.prev.pt over it, resume) ends exactly as the uninterrupted run."""
     out = tmp_path / "damaged"
     proc = start_run([*flags(tiny_data), "--out", str(out)])
-    wait_for_step(out, 130, proc)
+    wait_for_step(out, 65, proc)
     proc.kill()
     proc.wait()
     path = out / CHECKPOINT
@@ -126,14 +126,14 @@ def test_damaged_checkpoint_is_refused_and_the_previous_one_resumes_exactly(
 def test_ctrl_c_checkpoints_exits_cleanly_and_resumes_exactly(uninterrupted, tiny_data, tmp_path):
     out = tmp_path / "interrupted"
     proc = start_run([*flags(tiny_data), "--out", str(out)])
-    wait_for_step(out, 110, proc)
+    wait_for_step(out, 55, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130
     assert "SIGINT at step" in stderr and f"--resume {out}" in stderr
     assert "Traceback" not in stderr
     stopped_at = load_checkpoint(out)["step"]
-    assert 110 <= stopped_at < STEPS
+    assert 55 <= stopped_at < STEPS
     r = cli("run", "--resume", str(out), env=ONE_THREAD)
     assert r.returncode == 0, r.stderr
     assert final(out) == uninterrupted

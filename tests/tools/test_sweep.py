@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT, cli, logged_steps
 
-STEPS = 200
+STEPS = 120
 
 
 def write_study(path: Path, data_root: Path, *, seeds=(0, 1, 2), retries=0, steps=STEPS) -> Path:
