@@ -210,6 +210,13 @@ def test_checkpoint_survives_a_later_divergence(tiny_data, tmp_path):
     trainer.steps = 6
     with pytest.raises(Exception, match=r"loss_\w+ became nan in steps 5-6.*last good checkpoint"):
         trainer.run()
+    # the critic's loss is the first the step computes from Q: the NaN is placed there
+    with pytest.raises(TrainingDiverged, match=r"first appeared in loss_q at step 5;"):
+        trainer.load_state(load_checkpoint(tmp_path / "run"))
+        with torch.no_grad():
+            for p in trainer.agent.q.parameters():
+                p.fill_(float("nan"))
+        trainer.run()
     kept = load_checkpoint(tmp_path / "run")
     assert kept["step"] == 4
     assert all(torch.isfinite(v).all() for v in kept["agent"].values())
