@@ -106,27 +106,21 @@ def test_distinct_tasks_beyond_the_training_set_are_refused(tiny_data, tmp_path)
 DIVERGING = DATA / "diverging_parts.py"  # parts that go NaN at a chosen step
 
 
+def diverging_run(tiny_data, out, *bindings: str):
+    """A tiny FOCAL run with the diverging parts' plugin, meta-tested every 2 steps."""
+    extra = ("focal.eval_every = 2", *bindings)
+    return cli(
+        "run",
+        *("--recipe", "focal.gin", "--scale", "tiny", "--out", str(out)),
+        *("--plugin", str(DIVERGING), "--gin_param", f"focal.data_root = '{tiny_data}'"),
+        *(arg for binding in extra for arg in ("--gin_param", binding)),
+    )
+
+
 def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
     out = tmp_path / "run"
-    result = cli(
-        "run",
-        "--recipe",
-        "focal.gin",
-        "--scale",
-        "tiny",
-        "--out",
-        str(out),
-        "--plugin",
-        str(DIVERGING),
-        "--gin_param",
-        f"focal.data_root = '{tiny_data}'",
-        "--gin_param",
-        "focal.steps = 8",
-        "--gin_param",
-        "focal.eval_every = 2",
-        "--gin_param",
-        "focal.objective = @diverging_dml",  # its loss is NaN from step 2 on, on any CPU
-    )
+    # the objective's loss is NaN from step 2 on, on any CPU
+    result = diverging_run(tiny_data, out, "focal.steps = 8", "focal.objective = @diverging_dml")
     assert result.returncode == 2, result.stderr
     assert "loss_dml became nan in steps 1-2" in result.stderr
     assert "appeared in the output of objective (@diverging_dml) at step 2" in result.stderr
@@ -136,23 +130,10 @@ def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
 
 
 def diverging_encoder_run(tiny_data, out, after: int):
-    return cli(
-        "run",
-        "--recipe",
-        "focal.gin",
-        "--scale",
-        "tiny",
-        "--out",
-        str(out),
-        "--plugin",
-        str(DIVERGING),
-        "--gin_param",
-        f"focal.data_root = '{tiny_data}'",
-        "--gin_param",
-        "focal.eval_every = 2",
-        "--gin_param",
+    return diverging_run(
+        tiny_data,
+        out,
         "context_encoder.transition = @diverging_mlp_encoder",
-        "--gin_param",
         f"diverging_mlp_encoder.after = {after}",
     )
 
