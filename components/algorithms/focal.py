@@ -79,7 +79,7 @@ class FocalTrainer:
         encoder_lr: Adam learning rate of the encoder.
         objective_lr: Adam learning rate of the objective's own networks (default: encoder_lr).
         context_next_obs: put s′ in the context (s, a, s′, r); else (s, a, r).
-        detach_z: the actor-critic sees z detached (SPEC §3); False lets the Q loss train the
+        detach_z: the actor-critic sees z detached (DECISIONS §3); False lets the Q loss train the
             encoder too (PEARL-style, for research).
         eval_every: steps between meta-tests (0: only at the end).
         log_every: steps between training-metric records.

@@ -1,6 +1,6 @@
 """The `quality` section of tools/bench.py: minutes from an empty dataset store to FOCAL++ at
 the paper's Sparse-Point-Robot return (12.96, Table 1) on the paper-comparable metric (the
-formula the paper's point-robot numbers were scored with, SPEC §1), at the CPU scale.
+formula the paper's point-robot numbers were scored with, DECISIONS §1), at the CPU scale.
 
 Two FOCAL++ runs, each from its own empty store: the paper's row (`focalpp.gin`) and the same
 row coupled (the critic's gradient let into the encoder, cosine learning-rate decay: the

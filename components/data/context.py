@@ -17,7 +17,7 @@ class ContextLayout:
     """Concatenation order and sizes of a context transition.
 
     obs_dim, act_dim: sizes of s and a.
-    next_obs: include s′ (SPEC §3: needed where dynamics differ; FOCAL++ uses it everywhere).
+    next_obs: include s′ (DECISIONS §3: needed where dynamics differ; FOCAL++ uses it everywhere).
     sparse: the reward component is the sparse reward (families with a goal radius).
     """
 

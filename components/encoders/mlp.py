@@ -1,4 +1,4 @@
-"""FOCAL's transition encoder: an MLP applied to each transition on its own (SPEC §3)."""
+"""FOCAL's transition encoder: an MLP applied to each transition on its own (DECISIONS §3)."""
 
 from __future__ import annotations
 

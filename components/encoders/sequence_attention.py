@@ -2,7 +2,7 @@
 
 The tokens of a transition (its numbers, or its s, a, s′, r) attend to each other, so the encoder
 can model correlations inside (s, a, s′, r) that a per-transition MLP mixes only linearly. Each
-transition is a sequence of L ≥ 2 tokens, never a single token (SPEC §4: a one-token sequence
+transition is a sequence of L ≥ 2 tokens, never a single token (DECISIONS §4: a one-token sequence
 would make attention a linear map). The blocks are PyTorch's `TransformerEncoderLayer`s (their
 parameters, their checkpoint keys), computed by `short_attention.encoder_layer`, which is
 written for many short sequences.

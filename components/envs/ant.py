@@ -1,6 +1,6 @@
 """Sparse-Ant-Fwd-Back: the ant runs along direction angle 0 or π.
 
-SPEC §1: dt 0.05; observation = qpos[2:] (13) + qvel (14) = 27, no contact forces; reward
+DECISIONS §1: dt 0.05; observation = qpos[2:] (13) + qvel (14) = 27, no contact forces; reward
 v·(cos g, sin g) − 0.5‖a‖² + 1 with contact cost 0; terminates if the state is not finite or
 the torso's height leaves [0.2, 1.0]. Deviation: the observation has no x, y position, so the
 pure reward takes v from the next observation's root velocity (qvel[0:2], world frame) instead

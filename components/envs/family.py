@@ -67,7 +67,7 @@ class EnvFamily(ABC):
     task_keys: ClassVar[tuple[str, ...]]
     default_goal_radius: ClassVar[float | None] = None
     task_changes: ClassVar[str] = "reward"  # or "dynamics": what differs between tasks
-    test_is_train: ClassVar[bool] = False  # Fwd-Back: only two directions exist (SPEC §1)
+    test_is_train: ClassVar[bool] = False  # Fwd-Back: only two directions exist (DECISIONS §1)
     # How the paper's own numbers for this family were scored (components.envs.sparse): the
     # appendix formula unless the reference environment is known to have paid otherwise.
     paper_formula: ClassVar[str] = "appendix"

@@ -1,6 +1,6 @@
 """Half-cheetah families: Sparse-Cheetah-Vel (target velocities) and Sparse-Cheetah-Fwd-Back.
 
-SPEC §1: dt 0.05; observation = qpos[1:] (8), qvel (9), torso position (3, with the absolute x)
+DECISIONS §1: dt 0.05; observation = qpos[1:] (8), qvel (9), torso position (3, with the absolute x)
 = 20; forward velocity = change of the torso's x over one step / dt, as the reference.
 """
 

@@ -1,6 +1,6 @@
 """Point robots in the plane: Sparse-Point-Robot (goals differ) and Point-Robot-Wind (winds differ).
 
-SPEC §1: the state starts at (0, 0); actions in [−1, 1]² move the robot by 0.1·a per step
+DECISIONS §1: the state starts at (0, 0); actions in [−1, 1]² move the robot by 0.1·a per step
 (plus the task's wind); no walls, no clipping of the state; reward −‖s′ − goal‖.
 """
 
@@ -71,7 +71,7 @@ class SparsePointRobot(PointRobotFamily):
     n_train, n_test = 80, 20
     task_keys = ("goal",)
     default_goal_radius = -0.2
-    paper_formula = "inside_bonus"  # the reference's non-MuJoCo point robot (SPEC §1)
+    paper_formula = "inside_bonus"  # the reference's non-MuJoCo point robot (DECISIONS §1)
 
     def sample_tasks(self, rng: np.random.Generator) -> list[Task]:
         n = self.n_train + self.n_test

@@ -6,7 +6,7 @@ Two formulas, both of the dense reward r and the goal radius g (g < 0 for distan
 - `inside_bonus` — PEARL's sparse point robot, which the FOCAL reference used whenever no MuJoCo
   path was configured: 1 + r (= 1 − d for r = −d) where r ≥ g, else 0. On 20-step
   Sparse-Point-Robot episodes the appendix formula's best mean test return is 12.62, below the
-  paper's FOCAL++ 12.96; this formula's is 13.49 (SPEC §1), so the paper's point-robot numbers
+  paper's FOCAL++ 12.96; this formula's is 13.49 (DECISIONS §1), so the paper's point-robot numbers
   are compared with this one.
 """
 

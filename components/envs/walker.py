@@ -1,6 +1,6 @@
 """Walker-2D-Params: every task rescales the walker's masses, inertias, frictions and dampings.
 
-SPEC §1: multipliers 1.5^U(−3, 3) per element of body mass, body inertia and geom friction,
+DECISIONS §1: multipliers 1.5^U(−3, 3) per element of body mass, body inertia and geom friction,
 1.3^U(−3, 3) per element of dof damping, drawn from a seeded generator (the reference read them
 from files); observation = qpos[1:] (8) + clip(qvel, −10, 10) (9) = 17; reward forward velocity
 + 1 − 1e-3‖a‖²; terminates unless 0.8 < height < 2 and |angle| < 1. dt is the reference's 0.016

@@ -2,7 +2,7 @@
 
 Reported beside every meta-test so a return reads as a fraction of what is possible: on
 Sparse-Point-Robot the appendix formula's ceiling (12.62 on the shipped test split) lies below
-the paper's FOCAL++ 12.96, which is how the paper's metric was found out (SPEC §1). The ceiling
+the paper's FOCAL++ 12.96, which is how the paper's metric was found out (DECISIONS §1). The ceiling
 is the return of the family's `oracle_action` (the point robots' nearest-reachable-point
 controller); families without one have no ceiling.
 """

@@ -1,4 +1,4 @@
-"""The meta-test protocol (SPEC §5), for all test tasks and runs at once.
+"""The meta-test protocol (DECISIONS §5), for all test tasks and runs at once.
 
 For each test task, `runs` independent runs. A run's context grows by one horizon of random
 transitions from the task's OFFLINE test data per episode; z is inferred from the whole context
@@ -113,7 +113,7 @@ class MetaTest:
 
     Args:
         runs: independent runs per test task.
-        context_transitions: context size of the last (scored) episode (SPEC §5: 400 for point
+        context_transitions: context size of the last (scored) episode (DECISIONS §5: 400 for point
             robots, 600 for MuJoCo); a multiple of the horizon.
         curve: roll out every episode of the growing context, not only the last.
     """

@@ -1,9 +1,9 @@
 """Can the actor-critic read the task out of z? Diagnostics of the task vectors of a trained run.
 
-A decoupled encoder (SPEC §3: taught only by its objective) can separate tasks and still hand the
-critic a vector from which the task is hard to read: on Sparse-Point-Robot FOCAL's z told the
-nearest training task apart to within 2.9° while a linear read-out of the goal from z erred by
-3.9°, and the policy's angular error followed the read-out. So, at one fixed context size:
+A decoupled encoder (DECISIONS §3: taught only by its objective) can separate tasks and still
+hand the critic a vector from which the task is hard to read: on Sparse-Point-Robot FOCAL's z
+told the nearest training task apart to within 2.9° while a linear read-out of the goal from z
+erred by 3.9°, and the policy's angular error followed the read-out. So, at one fixed context size:
 
 - decodability: a ridge regression from z to the task parameters (family.task_parameters: goal
   angle in degrees, target velocity in m/s, wind, walker body parameters), fitted on the

@@ -1,4 +1,4 @@
-"""FOCAL's distance-metric loss (Li et al. 2021, FOCAL; SPEC §3 for the reference's form).
+"""FOCAL's distance-metric loss (Li et al. 2021, FOCAL; DECISIONS §3 for the reference's form).
 
 Task vectors of the same task are pulled together and those of different tasks pushed apart,
 over all pairs i < j of the meta-batch. Positives exist only when a task repeats in the

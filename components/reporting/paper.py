@@ -42,7 +42,8 @@ _TABLE2 = {
 
 # The paper's Table 1 gives the sparse return on the point robots and the dense return on the
 # MuJoCo families (negative on Sparse-Cheetah-Vel, hundreds per episode elsewhere): sparse
-# returns there would be small and non-negative (SPEC: sparse = (r - g)/|g| above g, else 0).
+# returns there would be small and non-negative (DECISIONS §1: sparse = (r - g)/|g| above g,
+# else 0).
 TABLE1_DENSE = frozenset(
     ("sparse_cheetah_fwd_back", "sparse_ant_fwd_back", "sparse_cheetah_vel", "walker_params")
 )

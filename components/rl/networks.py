@@ -89,6 +89,6 @@ class TanhGaussianPolicy(nn.Module):
 
     @torch.no_grad()
     def deterministic(self, x: torch.Tensor) -> torch.Tensor:
-        """tanh of the mean: the meta-test action (SPEC §5)."""
+        """tanh of the mean: the meta-test action (DECISIONS §5)."""
         mean, _ = self.net(x).chunk(2, dim=-1)
         return torch.tanh(mean)

@@ -41,7 +41,7 @@ def test_a_hand_computed_trajectory_under_both_formulas():
 
 
 def test_ceilings_of_the_shipped_split():
-    """SPEC §1: the appendix formula's ceiling on the seed-0 test split is 12.62, below the
+    """DECISIONS §1: the appendix formula's ceiling on the seed-0 test split is 12.62, below the
     paper's FOCAL++ 12.96; the paper-comparable formula's is 13.49."""
     family = get("env", "sparse_point_robot")(seed=0)
     _, test = family.split_indices()
