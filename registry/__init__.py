@@ -2,10 +2,11 @@
 
     from registry import register
 
-    @register("transition_encoder", "mlp")
+    @register("transition_encoder", "mlp_encoder")
     class MLPEncoder(nn.Module): ...
 
-A recipe then selects it with `@mlp` and binds `mlp.hidden = 200`. See docs/ARCHITECTURE.md.
+A recipe then selects it with `@mlp_encoder` and binds `mlp_encoder.hidden = (200, 200)`.
+See docs/ARCHITECTURE.md.
 """
 
 from registry.catalog import Argument, CatalogEntry, catalog

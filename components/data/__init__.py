@@ -1,5 +1,6 @@
-"""Offline data: the transition record, behaviour-policy collection, the dataset store, samplers.
+"""Offline data: behaviour-policy collection, the dataset store, samplers (the transition record
+they share is `components/transitions.py`).
 
-Kept light on purpose (networks import the transition record from here): import
+Kept light on purpose: import
 `components.data.protocols` / `components.data.relabel` to register the collection protocols.
 """

@@ -1,1 +1,2 @@
-"""Meta-testing and analyses (kind `evaluator`): how a trained learner is scored."""
+"""How a trained learner is scored: the meta-test (kind `meta_test`) and the analyses of a
+trained run (kind `analysis`)."""
