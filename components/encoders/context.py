@@ -27,6 +27,15 @@ class ContextEncoder(nn.Module):
         latent_dim: Z (set by the algorithm).
         transition: per-transition encoder class (gin: `@mlp_encoder`, `@sequence_attention`).
         gate: batch attention class (gin: `@batch_gate`), or None for the plain mean.
+
+    Example (contexts (s, a, s′, r) of a point robot: 2 + 2 + 2 + 1 features):
+        >>> import torch
+        >>> encoder = ContextEncoder(sizes=(2, 2, 2, 1), latent_dim=5)
+        >>> encoded = encoder(torch.randn(3, 16, 7))  # [T, B, F]
+        >>> tuple(encoded.per_transition.shape), tuple(encoded.mean.shape)
+        ((3, 16, 5), (3, 5))
+        >>> float(encoded.weights.mean())  # no gate: every transition weighs 1
+        1.0
     """
 
     def __init__(

@@ -27,6 +27,14 @@ class FocalDML(nn.Module):
             positives ‖z_i − z_j‖², negatives β/(‖z_i − z_j‖ⁿ + ε), averaged likewise.
         weight: multiplies the total (the reference used 10; the FOCAL++ table says 1).
         beta, n, eps: the paper form's negative term.
+
+    Example (task vectors of four context batches, two tasks each seen twice):
+        >>> import torch
+        >>> from components.objectives.embeddings import TaskEmbeddings
+        >>> z = torch.randn(4, 8, 5)  # [T, B, Z] per-transition embeddings
+        >>> terms = FocalDML()(TaskEmbeddings(z, z.mean(1), torch.tensor([0, 1, 0, 1])))
+        >>> sorted(terms), int(terms["dml_positive_pairs"])
+        (['dml_negative', 'dml_positive', 'dml_positive_pairs', 'loss_dml'], 2)
     """
 
     def __init__(

@@ -25,6 +25,14 @@ class MatrixMoCo(nn.Module):
     Args:
         temperature: τ (paper: 0.5).
         reduction: "sum" over the T terms as the paper writes it, or "mean".
+
+    Example (query and key embeddings of four distinct tasks):
+        >>> import torch
+        >>> from components.objectives.embeddings import TaskEmbeddings
+        >>> q, k = torch.randn(4, 8, 5), torch.randn(4, 8, 5)  # [T, B, Z]
+        >>> emb = TaskEmbeddings(q, q.mean(1), torch.arange(4), key=k, key_mean=k.mean(1))
+        >>> [name for name in MatrixMoCo()(emb) if name.startswith("loss_")]
+        ['loss_contrastive']
     """
 
     needs_key = True  # the algorithm must provide a momentum key encoder

@@ -54,6 +54,19 @@ class BRAC(nn.Module):
             FOCAL reference does (wasted work; for equal-work benchmarks only).
         regularise: False makes it plain SAC-v1 whatever α and target divergence say (Batch
             PEARL: the environment columns set α for the BRAC rows).
+
+    Example (one update on a meta-batch of 4 tasks × 8 transitions, then acting):
+        >>> import torch
+        >>> from components.transitions import Transitions
+        >>> agent = BRAC(obs_dim=2, act_dim=2, latent_dim=5, hidden=(16, 16))
+        >>> b = dict(obs=torch.randn(4, 8, 2), action=torch.rand(4, 8, 2) * 2 - 1)
+        >>> b |= dict(reward=torch.randn(4, 8), next_obs=torch.randn(4, 8, 2))
+        >>> zeros = torch.zeros(4, 8)
+        >>> batch = Transitions(**b, sparse_reward=zeros, terminated=zeros, truncated=zeros)
+        >>> sorted(k for k in agent.update(batch, torch.zeros(4, 5)) if k.startswith("loss_"))
+        ['loss_policy', 'loss_q', 'loss_v']
+        >>> tuple(agent.act(batch.obs, torch.zeros(4, 8, 5)).shape)
+        (4, 8, 2)
     """
 
     def __init__(
