@@ -57,6 +57,7 @@ class Composition:
     recipe: Path
     sources: tuple[str, ...]
     experiment: Experiment
+    overridden: tuple[str, ...] = ()  # the row's bindings that a column or scale file changed
 
 
 def compose(
@@ -110,7 +111,54 @@ def compose(
         [f"experiment.seed = {chosen.seed}", f"experiment.device = {chosen.device!r}"],
         "the run's resolved seed and device",
     )
-    return Composition(recipe_path, tuple(sources), chosen)
+    return Composition(recipe_path, tuple(sources), chosen, overridden_row_bindings(recipes_dir))
+
+
+def overridden_row_bindings(recipes_dir: Path) -> tuple[str, ...]:
+    """The recipe's own bindings (its file and those it includes) whose value an environment
+    column or scale file changed: later files win, so the row would silently not be the row it
+    reads as. A column file that means it says so with a `# overrides: name.argument` line
+    (the Fwd-Back columns: two tasks, so every meta-batch repeats them)."""
+    columns = (recipes_dir / "envs", recipes_dir / "scales")
+    said = []
+    for binding in usage.provenance():
+        last = binding.source
+        if not _under(last.where, columns) or _intended(last, binding.name):
+            continue
+        for earlier in binding.overrode:
+            if (
+                earlier.line
+                and not _under(earlier.where, columns)
+                and _value(earlier) != _value(last)
+            ):
+                said.append(
+                    f"{earlier.describe()}: `{earlier.text}` is overridden by {last.describe()}: "
+                    f"`{last.text}`"
+                )
+    return tuple(said)
+
+
+def _under(where: str, folders: tuple[Path, ...]) -> bool:
+    path = Path(where).resolve()
+    return any(path.is_relative_to(folder.resolve()) for folder in folders)
+
+
+def _value(source: usage.Source) -> str:
+    return source.text.partition("=")[2].strip()
+
+
+_OVERRIDES = re.compile(r"^[ \t]*#[ \t]*overrides:(.*)$", re.MULTILINE)
+
+
+def _intended(source: usage.Source, name: str) -> bool:
+    """The column file declares this override (`# overrides: name.argument, ...`)."""
+    try:
+        text = Path(source.where).read_text()
+    except OSError:
+        return False
+    declared = {n.strip() for m in _OVERRIDES.finditer(text) for n in m.group(1).split(",")}
+    short = name.rsplit("/", 1)[-1]  # scope dropped: `algorithm.focal.x` -> focal.x matches
+    return any(short == d or short.endswith(f".{d}") for d in declared if d)
 
 
 def parse_columns(env: str, scale: str, recipes_dir: Path) -> list[str]:

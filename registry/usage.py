@@ -43,15 +43,47 @@ class Source:
 
 
 _SOURCES: dict[tuple[str, str, str], Source] = {}
+_HISTORY: dict[tuple[str, str, str], list[Source]] = {}  # every binding of a key, in order
 
 
 def clear_sources() -> None:
     _SOURCES.clear()
+    _HISTORY.clear()
 
 
 def record(key: tuple[str, str, str], source: Source) -> None:
     """`key` = (scope, complete selector, argument); a later binding of it replaces the earlier."""
     _SOURCES[key] = source
+    _HISTORY.setdefault(key, []).append(source)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who set a binding, and the earlier bindings of the same key it overrode."""
+
+    name: str  # `scope/selector.argument`
+    source: Source
+    overrode: tuple[Source, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "binding": self.source.text,
+            "set_by": self.source.describe(),
+            "overrode": [f"{s.describe()}: {s.text}" for s in self.overrode],
+        }
+
+
+def provenance() -> list[Provenance]:
+    """Every binding made since `clear_sources`, with where it was set and what it overrode."""
+    return [
+        Provenance(_named(key), history[-1], tuple(history[:-1]))
+        for key, history in _HISTORY.items()
+    ]
+
+
+def _named(key: tuple[str, str, str]) -> str:
+    scope, selector, arg = key
+    return f"{scope + '/' if scope else ''}{selector}.{arg}"
 
 
 def marked(marks: Iterable[str], selector: str, arg: str) -> bool:

@@ -64,7 +64,7 @@ from registry import (
 )
 from registry.constraints import check_seed
 from registry.recipes import build, find_recipe
-from registry.usage import check_used
+from registry.usage import check_used, provenance
 from registry.validation import shadowed_bindings
 
 
@@ -101,6 +101,29 @@ def show_choices(comp: Composition) -> None:
     for i, source in enumerate(comp.sources, 1):
         table.add_row(f"source {i}", escape(source))
     out.print(table)
+    for said in comp.overridden:
+        err.print(
+            f"warning: {escape(said)} (a column or scale file changed the row's own binding; "
+            "write `# overrides: name.argument` in that file if it is meant)"
+        )
+
+
+def show_bindings() -> None:
+    """--dry-run: every binding, the file and line (or flag) that set it, and what it overrode
+    (shipped recipe files named relative to the recipes directory)."""
+    table = Table(title="bindings (later files win)", title_justify="left")
+    for column in ("binding", "set by", "overrode"):
+        table.add_column(column)
+    for binding in provenance():
+        overrode = "; ".join(f"{_where(s)}: {s.text}" for s in binding.overrode)
+        table.add_row(escape(binding.source.text), escape(_where(binding.source)), escape(overrode))
+    out.print(table)
+
+
+def _where(source) -> str:
+    if not source.line:  # a flag, or the run's resolved choices
+        return source.where
+    return f"{portable(source.where)}:{source.line}"
 
 
 def seed_everything(seed: int) -> None:
@@ -199,6 +222,7 @@ def execute(args: argparse.Namespace) -> int:
     exp = comp.experiment
     check_names(exp.analyses)  # a misspelt analysis fails before the run, not after it
     if args.dry_run:
+        show_bindings()
         return 0
     if record is not None:
         with run_lock(args.resume):
@@ -270,6 +294,7 @@ def train(args: argparse.Namespace, comp: Composition, run_dir: Path, record: di
             "label": args.label or "",
             "plugins": [plugin_reference(p) for p in args.plugin],
             "sources": [_portable_source(s) for s in comp.sources],
+            "binding_sources": [binding.to_dict() for binding in provenance()],
             **_dataset_record(algorithm),
         }
         atomic_write_text(run_dir / "run.json", json.dumps(record, indent=1))

@@ -174,3 +174,26 @@ def test_a_run_ends_with_the_analyses_its_recipe_asks_for(tiny_data, tmp_path):
         "context_grid",
         "embedding_variance",
     }
+
+
+def test_dry_run_says_who_set_each_binding_and_warns_of_a_row_binding_overridden(tmp_path):
+    """Later files win: a row's own binding undone by a scale file is warned about; the
+    bindings table names the file and line that set each binding and what it overrode."""
+    row = tmp_path / "my_row.gin"
+    row.write_text("include 'focal.gin'\nmeta_test.runs = 5\n")
+    r = cli("run", "--recipe", str(row), "--scale", "tiny", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    said = " ".join(r.stderr.split())
+    assert f"warning: {row} line 2: `meta_test.runs = 5` is overridden by" in said
+    assert "scales/tiny.gin" in said and "`meta_test.runs = 1`" in said
+    table = " ".join(r.stdout.split())
+    assert "meta_test.runs = 1" in table and f"{row}:2: meta_test.runs = 5" in table
+
+
+def test_an_override_the_column_file_declares_is_not_warned_about():
+    """The Fwd-Back columns sample tasks with replacement whatever the row says (two tasks), and
+    say so with `# overrides: focal.tasks_with_replacement`."""
+    r = cli("run", "--recipe", "csro.gin", "--env", "sparse_ant_fwd_back", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr
+    assert "csro.gin" in r.stdout and "focal.tasks_with_replacement = False" in r.stdout
