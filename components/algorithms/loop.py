@@ -83,7 +83,7 @@ class Learner(Protocol):
     def evaluation_steps(self) -> set[int]: ...
     def optimizers(self) -> list[torch.optim.Optimizer]: ...
     def generators(self) -> dict[str, torch.Generator]: ...
-    def parts(self) -> dict[str, torch.nn.Module | None]: ...  # in the order a step uses them
+    def parts(self) -> dict[str, torch.nn.Module | None]: ...  # in step order (optional)
     def parts_state(self) -> dict[str, Any]: ...  # networks and optimisers
     def load_parts_state(self, state: dict[str, Any]) -> None: ...
     def summary(self, result: MetaTestResult, seconds: float) -> str: ...
@@ -236,7 +236,9 @@ class TrainingLoop:
         self._log = log = MetricsLog(run_dir, resume=self._resume_log)
         eval_at = learner.evaluation_steps()
         result = None
-        self._watch = watch = FiniteWatch(learner.parts())
+        # an algorithm of one's own written before `parts` existed: its losses are still checked
+        parts = learner.parts() if hasattr(learner, "parts") else {}
+        self._watch = watch = FiniteWatch(parts)
         try:
             with _progress(self.show_progress) as bar, StopRequests() as stop:
                 task = bar.add_task("training", total=self.steps, completed=self.step)
