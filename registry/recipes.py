@@ -147,16 +147,11 @@ def _value(source: usage.Source) -> str:
     return source.text.partition("=")[2].strip()
 
 
-_OVERRIDES = re.compile(r"^[ \t]*#[ \t]*overrides:(.*)$", re.MULTILINE)
-
-
 def _intended(source: usage.Source, name: str) -> bool:
-    """The column file declares this override (`# overrides: name.argument, ...`)."""
-    try:
-        text = Path(source.where).read_text()
-    except OSError:
-        return False
-    declared = {n.strip() for m in _OVERRIDES.finditer(text) for n in m.group(1).split(",")}
+    """The column file declares this override (`# overrides: name.argument, ...`; read and
+    checked with the file when it was parsed)."""
+    path = Path(source.where)
+    declared = _marks(path.read_text(), path, OVERRIDES)
     short = name.rsplit("/", 1)[-1]  # scope dropped: `algorithm.focal.x` -> focal.x matches
     return any(short == d or short.endswith(f".{d}") for d in declared if d)
 
@@ -255,10 +250,11 @@ def parse_file(path: Path, *, chain: tuple[Path, ...] = (), marks: frozenset = f
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as e:
             raise RecipeError(f"cannot read recipe file {path}: {e}") from e
-        own = _marks(text, path)
+        own = _marks(text, path, MAY_GO_UNUSED)
         with _unclosed_brackets(text, str(path), numbered=True):
             _parse(text, str(path), (*chain, path.resolve()), marks | own, numbered=True)
-        _check_marks(own, path)
+        _check_marks(own, path, MAY_GO_UNUSED)
+        _check_marks(_marks(text, path, OVERRIDES), path, OVERRIDES)
 
 
 def parse_bindings(bindings: Sequence[str], source: str) -> None:
@@ -391,26 +387,27 @@ def _find_include(name: str, beside: Path | None) -> Path | None:
     return None
 
 
-_MARK = re.compile(r"^[ \t]*#[ \t]*may go unused\b(.*)$", re.MULTILINE)
+MAY_GO_UNUSED = "may go unused"  # `# may go unused: name, ...`: defaults some rows never read
+OVERRIDES = "overrides"  # `# overrides: name.argument, ...`: a column changes a row on purpose
 _MARK_NAMES = re.compile(r":\s*([\w.]+(?:\s*,\s*[\w.]+)*)\s*,?\s*")
 
 
-def _marks(text: str, path: Path) -> frozenset:
-    """The names a file's `# may go unused: name, name.argument` lines declare."""
+def _marks(text: str, path: Path, label: str) -> frozenset:
+    """The names a file's `# <label>: name, name.argument` lines declare."""
     found: set[str] = set()
-    for m in _MARK.finditer(text):
+    for m in re.finditer(rf"^[ \t]*#[ \t]*{label}\b(.*)$", text, re.MULTILINE):
         names = _MARK_NAMES.fullmatch(m.group(1))
         if names is None:
             line = text.count("\n", 0, m.start()) + 1
             raise RecipeError(
                 f"{path} line {line}: cannot read {m.group(0).strip()!r}: write "
-                "`# may go unused: name, name.argument, ...` (configurables or their arguments)"
+                f"`# {label}: name, name.argument, ...` (configurables or their arguments)"
             )
         found |= {n.strip() for n in names.group(1).split(",")}
     return frozenset(found)
 
 
-def _check_marks(marks: frozenset, path: Path) -> None:
+def _check_marks(marks: frozenset, path: Path, label: str) -> None:
     """Each declared name is a configurable, or an argument of one (a typo would exempt nothing
     and hide nothing, but it would mislead a reader)."""
     for mark in sorted(marks):
@@ -422,7 +419,7 @@ def _check_marks(marks: frozenset, path: Path) -> None:
             close = difflib.get_close_matches(mark.split(".")[0], [*names(), "experiment"], n=3)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             raise RecipeError(
-                f"{path}: `# may go unused:` names {mark!r}, which is neither a configurable "
+                f"{path}: `# {label}:` names {mark!r}, which is neither a configurable "
                 f"nor an argument of one.{hint} Write `name` or `name.argument` of a registered "
                 "part"
             )

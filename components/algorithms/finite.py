@@ -117,7 +117,10 @@ class FiniteWatch:
             if not bool(ok.all()):
                 step, what, *_ = evidence[int((~ok).nonzero()[0])]
                 first = f"{what} at step {step}"
-        bad_losses = {k: float(v) for k, v in losses.items() if not math.isfinite(float(v))}
+        bad_losses = {}
+        if losses:  # one synchronisation for all of them
+            values = torch.stack([v.detach().float() for v in losses.values()]).tolist()
+            bad_losses = {k: v for k, v in zip(losses, values, strict=True) if not math.isfinite(v)}
         tensors = {}
         for name, module in self.parts.items():
             bad = _non_finite_tensors(module)

@@ -130,6 +130,8 @@ def test_an_include_is_found_beside_the_file_that_includes_it(tmp_path):
         ("# may go unused: toy_linaer", "Did you mean: toy_linear?"),
         ("# may go unused toy_linear", "cannot read"),
         ("# may go unused: toy_linear.nothing", "neither a configurable nor an argument"),
+        ("# overrides: toy_linaer.scale", "`# overrides:` names 'toy_linaer.scale'"),
+        ("# overrides toy_linear.scale", "cannot read"),
     ],
 )
 def test_a_marker_that_names_nothing_is_refused(line, message, tmp_path):
