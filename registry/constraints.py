@@ -64,7 +64,7 @@ Seed = Annotated[int, SEED_RANGE]
 
 
 def check_seed(value: object, name: str) -> None:
-    """Refuse a seed that some generator would not take, naming it (`--seed`, `focal.data_seed`)
+    """Refuse a seed that some generator would not take, naming it (`--seed`, `task_data.seed`)
     and the range; raised before anything is built or written."""
     integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not integer or not SEED_RANGE.holds(value):

@@ -39,9 +39,18 @@ KINDS: dict[str, str] = {
     "env": "cls(seed=): meta-environment family: its task distribution and gymnasium envs",
     "dataset": "cls(): settings() -> dict; build(family, seed=, progress=, tasks=) -> Collected",
     "sampler": "draws meta-batches [T, B, F] of named fields from tensor-resident datasets",
+    "task_data": (
+        "cls(run=RunContext): a run's offline tasks: family, dataset, train sampler "
+        "(train), test_tasks, test_data"
+    ),
+    "sizes": "cls(): a step's sizes: latent_dim Z, meta_batch T, context_batch E, rl_batch B",
+    "loop": (
+        "cls(run=RunContext): the schedule; run(learner) trains it to the end with "
+        "meta-tests, metrics and checkpoints, continuing when run.resume is set"
+    ),
     "algorithm": (
-        "cls(run=RunContext) builds its parts; .run() -> metrics dict, continuing from "
-        "run.run_dir's checkpoint when run.resume is set"
+        "cls(data=, loop=) (and/or run=: what it names is handed) builds its parts; "
+        ".run() -> metrics dict"
     ),
     "meta_test": (
         "cls(); __call__(family=, data=, tasks=, layout=, encoder=, act=, device=, seed=) -> "

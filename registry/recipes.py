@@ -36,10 +36,11 @@ from gin import utils as gin_utils
 
 from registry import usage
 from registry.catalog import bindable_arguments
-from registry.core import entries, names
+from registry.core import entries, get, names
 from registry.errors import FocalppError, RecipeError
-from registry.experiment import Experiment, experiment
+from registry.experiment import Experiment, RunContext, experiment
 from registry.plugins import load_plugin
+from registry.renames import renamed, renamed_name
 from registry.usage import Source
 from registry.validation import check_bindings
 
@@ -350,6 +351,8 @@ def _bind(statement: config_parser.BindingStatement, source: Source, marks: froz
     scope, selector, arg, value, _ = statement
     if not arg:  # a macro: `NAME = value`
         scope, selector, arg = (f"{scope}/{selector}" if scope else selector), usage.MACRO, "value"
+    else:  # a binding that moved (`loop.steps` -> `loop.steps`): read under its new name
+        selector, arg = renamed(selector, arg, source.describe())
     gin.bind_parameter((scope, selector, arg), value)
     scope, complete = gin.config.ParsedBindingKey.parse((scope, selector, arg)).config_key
     optional = usage.marked(marks, complete, arg)
@@ -403,7 +406,7 @@ def _marks(text: str, path: Path, label: str) -> frozenset:
                 f"{path} line {line}: cannot read {m.group(0).strip()!r}: write "
                 f"`# {label}: name, name.argument, ...` (configurables or their arguments)"
             )
-        found |= {n.strip() for n in names.group(1).split(",")}
+        found |= {renamed_name(n.strip()) for n in names.group(1).split(",")}
     return frozenset(found)
 
 
@@ -435,6 +438,23 @@ def _parameters(obj) -> list[str]:
 
 def build_experiment() -> Experiment:
     return build(experiment)
+
+
+# What the experiment hands an algorithm that asks for it by its constructor's argument name:
+# the registered member (kind, name) built from the run's bindings with `run=`.
+HANDED = {"run": None, "data": ("task_data", "task_data"), "loop": ("loop", "loop")}
+
+
+def build_algorithm(exp: Experiment, run: RunContext) -> Any:
+    """The chosen algorithm, handed what its constructor names: `run` (the RunContext),
+    `data` (the task data, `task_data.*`) and `loop` (the training loop, `loop.*`), built here
+    in that order so an algorithm of one's own asks only for what it uses."""
+    wanted = _parameters(exp.algorithm)
+    given: dict[str, Any] = {}
+    for argument, member in HANDED.items():
+        if argument in wanted:
+            given[argument] = run if member is None else build(get(*member), run=run)
+    return build(exp.algorithm, **given)
 
 
 def operative_config() -> str:
@@ -493,7 +513,7 @@ def gin_errors(source: str) -> Iterator[None]:
         if "parse value" in message or token:
             message = (
                 f"{message.rstrip('.')}: after `name.argument =` write a Python literal, e.g. "
-                "`focal.steps = 12_000`, `brac.lr = 3e-4`, `focal.quality = 'mixed'` (strings "
+                "`loop.steps = 12_000`, `brac.lr = 3e-4`, `task_data.quality = 'mixed'` (strings "
                 "in quotes), `brac.hidden = (64, 64)`, `None`, `True`, or a component "
                 "reference `@mlp_encoder` (gin has no nan or inf)"
             )

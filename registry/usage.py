@@ -1,7 +1,7 @@
 """Every binding must configure something the run builds, or the run is not the one it describes.
 
 `sequence_attention.d_model = 64` in a row that builds no sequence attention, or
-`nowhere/focal.steps = 3` in a scope nothing is built in, would otherwise be accepted in
+`nowhere/loop.steps = 3` in a scope nothing is built in, would otherwise be accepted in
 silence. gin records each call of a configurable with its scope and the values it used
 (`gin.config._OPERATIVE_CONFIG`); a binding `scope/name.arg` is read by a call whose scope it
 prefixes, unless a longer scope of that call binds `arg` too, or the caller passes `arg` itself

@@ -1,6 +1,6 @@
 """Type-check every gin binding against its parameter's annotation before anything is built.
 
-gin passes a bound value through untouched, so `focal.steps = 'many'` would only fail deep
+gin passes a bound value through untouched, so `loop.steps = 'many'` would only fail deep
 inside training. Checking the parsed configuration against the constructors' annotations turns
 it into one message naming the binding, the value and the type expected. Annotations this
 module cannot judge (classes of other libraries, Any, unresolvable strings) are not checked;
@@ -78,7 +78,7 @@ def _scope_binds(scope: str, selector: str, arg: str) -> bool:
 def check_arguments(owner: str, function: Any, values: dict[str, Any]) -> None:
     """The range check of `check_bindings` for a constructor called from Python:
     `check_arguments("focal", FocalTrainer.__init__, locals())` raises a RecipeError naming
-    `focal.steps` when `steps` is outside what its annotation allows."""
+    `loop.steps` when `steps` is outside what its annotation allows."""
     hints = _annotations(function)
     for name, value in values.items():
         if name in hints and _ranges(hints[name]):

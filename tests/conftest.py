@@ -140,7 +140,7 @@ def run_row(
     tools/run.py does; returns (metrics, algorithm); with train=False only builds it and
     returns (None, algorithm)."""
     from registry import RECIPES_DIR, RunContext, compose
-    from registry.recipes import build
+    from registry.recipes import build_algorithm
     from registry.usage import check_used
 
     comp = compose(
@@ -149,13 +149,13 @@ def run_row(
         scale="tiny",
         seed=seed,
         device=device,
-        bindings=[f"focal.data_root = '{data_root}'", *bindings],
+        bindings=[f"task_data.root = '{data_root}'", *bindings],
         plugins=plugins,
         recipes_dir=RECIPES_DIR,
     )
     run_dir.mkdir(parents=True)
     context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device=device)
-    algorithm = build(comp.experiment.algorithm, run=context)
+    algorithm = build_algorithm(comp.experiment, context)
     check_used(later=comp.experiment.analyses)  # as tools/run.py: every binding configured a part
     return (algorithm.run() if train else None), algorithm
 

@@ -80,7 +80,7 @@ def rewrite_checksum(store: Path, relative: Path) -> None:
 
 
 def run_args(world: World, out: Path, *extra: str, store: Path | None = None) -> list[str]:
-    bindings = [f"focal.data_root = '{store}'"] if store else []
+    bindings = [f"task_data.root = '{store}'"] if store else []
     return [
         "--recipe",
         str(world.recipe),
@@ -208,7 +208,7 @@ def other_study(world: World, case: Path):
     out = case / "study"
     out.mkdir()
     (out / "study.json").write_text(
-        json.dumps({"scale": "cpu", "bindings": ["focal.steps = 5"], "plugins": []})
+        json.dumps({"scale": "cpu", "bindings": ["loop.steps = 5"], "plugins": []})
     )
     path = case / "study.toml"
     path.write_text(GOOD_STUDY)
@@ -365,7 +365,7 @@ DIVERGING_ENCODER = (
     "--plugin",
     str(DIVERGING),
     "--gin_param",
-    "focal.eval_every = 2",
+    "loop.eval_every = 2",
     "--gin_param",
     "context_encoder.transition = @diverging_mlp_encoder",
 )
@@ -591,12 +591,12 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "unknown parameter": (binding("focal.no_such_arg = 1"), "no_such_arg"),
     "wrong type in binding": (
-        binding("focal.steps = 'many'"),
-        "focal.steps = 'many': expected int",
+        binding("loop.steps = 'many'"),
+        "loop.steps = 'many': expected int",
     ),
     "wrong element type": (binding("brac.hidden = (64, 'wide')"), "brac.hidden"),
     "component of the wrong kind": (binding("focal.encoder = @brac"), "registered agent"),
-    "malformed binding": (binding("focal.steps == 3"), "--gin_param"),
+    "malformed binding": (binding("loop.steps == 3"), "--gin_param"),
     "unknown env": (run_flags("--env", "nowhere"), "nowhere"),
     "unknown scale": (run_flags("--scale", "huge"), "huge"),
     "unknown plugin module": (run_flags("--plugin", "no_such_plugin_module"), "no_such_plugin"),
@@ -607,8 +607,8 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "sequence_attention.d_model = 999 (--gin_param): this run builds no sequence_attention",
     ),
     "binding in a scope nothing is built in": (
-        binding("nowhere/focal.steps = 3"),
-        "focal is built only unscoped, never in scope 'nowhere'",
+        binding("nowhere/loop.steps = 3"),
+        "loop is built only unscoped, never in scope 'nowhere'",
     ),
     "binding of an argument the framework passes": (
         binding("mlp_encoder.latent_dim = 3"),
@@ -661,7 +661,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "other.gin line 2: the bracket '(' opened here is never closed",
     ),
     "syntax error in an included recipe": (
-        own_recipes({"bad.gin": "include 'other.gin'\n", "other.gin": "focal.steps = = 3\n"}),
+        own_recipes({"bad.gin": "include 'other.gin'\n", "other.gin": "loop.steps = = 3\n"}),
         "(included from",
     ),
     "included recipe missing": (
@@ -757,15 +757,15 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     # impossible sizes
     "batch larger than a task's data without replacement": (
-        binding("focal.context_replace = False", "focal.context_batch = 100000"),
+        binding("sizes.context_replace = False", "sizes.context_batch = 100000"),
         "distinct transitions",
     ),
     "more distinct tasks than exist": (
-        binding("focal.meta_batch = 500", "focal.tasks_with_replacement = False"),
-        "focal.meta_batch = 500",
+        binding("sizes.meta_batch = 500", "focal.tasks_with_replacement = False"),
+        "sizes.meta_batch = 500",
     ),
-    "empty batch": (binding("focal.rl_batch = 0"), "focal.rl_batch = 0: expected int ≥ 1"),
-    "negative steps": (binding("focal.steps = -5"), "focal.steps = -5"),
+    "empty batch": (binding("sizes.rl_batch = 0"), "sizes.rl_batch = 0: expected int ≥ 1"),
+    "negative steps": (binding("loop.steps = -5"), "loop.steps = -5"),
     # datasets
     "dataset checksum mismatch": (spoiled_store(flip_byte), "checksum mismatch"),
     "truncated dataset array": (spoiled_store(truncate), "obs.npy"),
@@ -783,10 +783,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         spoiled_store(lambda s: (s / DATASET / "manifest.json").write_text("{oops")),
         "not valid JSON",
     ),
-    "dataset of an unknown quality": (binding("focal.quality = 'superb'"), "superb"),
+    "dataset of an unknown quality": (binding("task_data.quality = 'superb'"), "superb"),
     "dataset tag with a path": (
-        binding("focal.dataset_tag = '../../escape'"),
-        "dataset tag '../../escape' (--tag, or focal.dataset_tag) must be a plain name",
+        binding("task_data.tag = '../../escape'"),
+        "dataset tag '../../escape' (--tag, or task_data.tag) must be a plain name",
     ),
     # output
     "output directory exists": (existing_out, "already exists"),
@@ -847,7 +847,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "sequence_attention.dropout = 1.5: expected a finite float in [0, 1]",
     ),
     "discount above one": (binding("brac.discount = 1.2"), "brac.discount = 1.2"),
-    "binding without a value": (binding("focal.steps ="), "write a Python literal"),
+    "binding without a value": (binding("loop.steps ="), "write a Python literal"),
     "nan in a binding": (binding("focal.encoder_lr = nan"), "gin has no nan or inf"),
     "training that diverges before its first checkpoint": (
         run_flags(  # the objective's loss is NaN from step 2 on, on any CPU
@@ -901,8 +901,8 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "--seed 4294967296: expected an integer seed in [0, 4294967295]",
     ),
     "dataset seed out of range": (
-        binding("focal.data_seed = -1"),
-        "focal.data_seed (the dataset's seed) = -1: expected an integer seed in [0, 4294967295]",
+        binding("task_data.seed = -1"),
+        "task_data.seed (the dataset's seed) = -1: expected an integer seed in [0, 4294967295]",
     ),
     "device with a bad index": (
         run_flags("--device", "cuda:x"),
@@ -1000,7 +1000,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "collect: tag with a path": (
         collect("--env", "sparse_point_robot", "--tag", "../../escape"),
-        "dataset tag '../../escape' (--tag, or focal.dataset_tag) must be a plain name",
+        "dataset tag '../../escape' (--tag, or task_data.tag) must be a plain name",
     ),
     "collect: merge of fewer than two shards": (
         collect("--env", "sparse_point_robot", "--merge", "1"),

@@ -43,7 +43,7 @@ def test_env_columns_name_registered_families():
     variants = set(columns("envs")) - set(names("env"))
     assert variants == {"sparse_point_robot_relabeled"}
     text = (RECIPES_DIR / "envs" / "sparse_point_robot_relabeled.gin").read_text()
-    assert "focal.family = 'sparse_point_robot'" in text
+    assert "task_data.family = 'sparse_point_robot'" in text
 
 
 RECIPES = sorted(p.stem for p in RECIPES_DIR.glob("*.gin") if p.name != "base.gin")

@@ -4,7 +4,7 @@
         [--plugin MODULE_OR_FILE]
 
 Rebuilds each run's algorithm from its run.json and checkpoint (the last meta-test's state),
-runs the chosen analyses (registered evaluators; default: all below) and merges their
+runs the chosen analyses (registered analyses; default: all below) and merges their
 results into RUN_DIR/analysis.json; figures go to RUN_DIR/figures/. `tools/report.py` tabulates
 them. `--plugin` loads analyses of one's own, and says where a run's plugin file is now if it
 moved (a plugin file of the same name as the one run.json records).

@@ -1,7 +1,14 @@
 """Print the catalog of registered components, or check an author's own against their contracts.
 
 python tools/catalog.py [--kind KIND] [--pattern GLOB] [--plugin MODULE_OR_FILE ...]
+python tools/catalog.py --arguments [--kind KIND] [--pattern GLOB]
+python tools/catalog.py --run [ALGORITHM]
 python tools/catalog.py --check MODULE_OR_FILE [...]
+
+`--arguments` prints each component's arguments one per line: the binding, its default and what
+its docstring says of it. `--run focal` prints, grouped, every argument a run of that algorithm
+reads: the task data (`task_data.*`), the loop (`loop.*`), the sizes (`sizes.*`) and the
+algorithm's own.
 
 `--check` imports each file (or module), probes every component it registers against its kind's
 contract (components/contracts/: shapes, finiteness, `loss_*` terms, gradients, state-dict
@@ -20,8 +27,10 @@ from rich.table import Table
 
 import components
 from components.reporting.console import err, out, run_tool
-from registry import FocalppError, catalog, entries, load_plugin
+from registry import CatalogEntry, FocalppError, catalog, entries, get, load_plugin
+from registry.catalog import describe
 from registry.core import check_kind
+from registry.recipes import HANDED
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -29,6 +38,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--kind", help="only this kind")
     p.add_argument("--pattern", default="*", help="shell-style pattern on names, e.g. '*attn*'")
     p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")
+    p.add_argument("--arguments", action="store_true", help="each argument with what it is")
+    p.add_argument(
+        "--run", nargs="?", const="focal", metavar="ALGORITHM", help="a run's arguments, grouped"
+    )
     p.add_argument(
         "--check",
         action="append",
@@ -75,7 +88,17 @@ def execute(args: argparse.Namespace) -> int:
     components.load_builtin()
     for plugin in args.plugin:
         load_plugin(plugin)
+    if args.run:
+        get("algorithm", args.run)  # an unknown name fails here, with suggestions
+        groups = [("task_data", "task_data"), ("loop", "loop"), ("sizes", "sizes")]
+        for kind, name in [*groups, ("algorithm", args.run)]:
+            print_arguments(describe(entries(kind)[[e.name for e in entries(kind)].index(name)]))
+        return 0
     rows = [c for c in catalog(args.kind) if fnmatchcase(c.name, args.pattern)]
+    if args.arguments:
+        for c in rows:
+            print_arguments(c)
+        return 0
     table = Table(title=f"registered components ({len(rows)})", title_justify="left")
     for column in ("kind", "name", "module", "summary", "arguments (default)"):
         table.add_column(column, overflow="fold")
@@ -84,6 +107,18 @@ def execute(args: argparse.Namespace) -> int:
         table.add_row(*(escape(x) for x in (c.kind, c.name, c.module, c.summary, arguments)))
     out.print(table)
     return 0
+
+
+def print_arguments(c: CatalogEntry) -> None:
+    """One component's arguments as a table: the binding, its default, what it is."""
+    table = Table(title=f"{c.kind} {c.name}: {c.summary}", title_justify="left")
+    for column in ("binding", "default", "what it is"):
+        table.add_column(column, overflow="fold")
+    for a in c.arguments:
+        handed = a.name in HANDED and a.default == "REQUIRED"  # built by the experiment
+        default = "(handed by the experiment)" if handed else a.default
+        table.add_row(*(escape(x) for x in (f"{c.name}.{a.name}", default, a.doc)))
+    out.print(table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

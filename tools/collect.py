@@ -10,8 +10,8 @@
 Collection settings come from the same files as a run's: recipes/envs/<env>.gin, then
 recipes/scales/<scale>.gin (and scales/<scale>/<env>.gin), then --gin_param, so a run and
 this tool build the same dataset; where a flag is not given, the dataset a run would use is
-built (the bound focal.family, focal.protocol, focal.data_seed, focal.dataset_tag and
-focal.data_root). Datasets live under --out, else $FOCALPP_DATA, else
+built (the bound task_data.family, task_data.protocol, task_data.seed, task_data.tag and
+task_data.root). Datasets live under --out, else $FOCALPP_DATA, else
 ~/.cache/focalpp/datasets. A dataset that exists is validated and reused; `--quality` loads
 and checks only that quality. `--shard I/K` trains the behaviour policies of the I-th of K
 task shards only (components/data/shards.py); `--merge K` joins them into the dataset (tagged
@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import gin
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
@@ -42,6 +41,7 @@ import components.envs  # noqa: F401  (registers the families)
 from components.data.build import describe, ensure_dataset
 from components.data.shards import build_shard, merge_shards
 from components.data.store import MANIFEST, cache_root, check_tag, load_dataset
+from components.data.tasks import bound
 from components.reporting.console import out, run_tool
 from components.reporting.progress import progress_lines
 from components.reporting.run_dir import check_name_lengths
@@ -55,7 +55,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--env", help="family name, e.g. sparse_point_robot")
     p.add_argument("--protocol", help="checkpoints (default), replay or relabeled")
     p.add_argument("--quality", help="check and summarise this quality")
-    p.add_argument("--seed", type=int, help="dataset seed (default: focal.data_seed, 0)")
+    p.add_argument("--seed", type=int, help="dataset seed (default: task_data.seed, 0)")
     p.add_argument("--scale", default="cpu", help="recipes/scales/<NAME>.gin (default cpu)")
     p.add_argument(
         "--tag", help="store as <protocol>-s<seed>-<TAG> (default: the scale's dataset tag)"
@@ -86,15 +86,6 @@ def list_datasets(root: Path) -> None:
                 manifest.parent.parent.name, manifest.parent.name, "", "", "", escape(str(e))
             )
     out.print(table)
-
-
-def _bound(name: str, default=None):
-    """What the composed recipe files bind for runs (`focal.<name>`), else `default`."""
-    try:
-        value = gin.query_parameter(f"focal.{name}")
-    except (ValueError, KeyError):
-        return default
-    return default if value is None else value
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -132,15 +123,15 @@ def execute(args: argparse.Namespace) -> int:
             f"--merge {args.merge}: expected the number K ≥ 2 of shards built with --shard I/K"
         )
     compose_columns(args.env, args.scale, args.gin_param)
-    family = _bound("family", args.env)
+    family = bound("family", args.env)
     get("env", family)  # unknown names fail here, with suggestions
-    protocol = args.protocol or _bound("protocol", "checkpoints")
+    protocol = args.protocol or bound("protocol", "checkpoints")
     get("dataset", protocol)
-    seed = args.seed if args.seed is not None else _bound("data_seed", 0)
-    check_seed(seed, "--seed" if args.seed is not None else "focal.data_seed")
-    tag = args.tag or _bound("dataset_tag")
+    seed = args.seed if args.seed is not None else bound("seed", 0)
+    check_seed(seed, "--seed" if args.seed is not None else "task_data.seed")
+    tag = args.tag or bound("tag")
     check_tag(tag)
-    root = args.out or Path(_bound("data_root") or cache_root())
+    root = args.out or Path(bound("root") or cache_root())
     check_name_lengths(root, "dataset store")
     place = {"root": root, "tag": tag, "scale": args.scale}
     if args.merge is not None:

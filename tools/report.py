@@ -75,6 +75,7 @@ from components.reporting.successors import (
 )
 from components.sweep.runner import INDEX, read_index
 from registry import FocalppError
+from registry.renames import renamed_binding
 
 
 @dataclass
@@ -191,7 +192,8 @@ def check_distinct_seeds(grouped: dict[tuple[str, str, str], list[dict]]) -> Non
         for seed, same_seed in sorted(by_seed.items()):
             by_config: dict[tuple, list[str]] = defaultdict(list)
             for run in same_seed:
-                config = (tuple(run.get("bindings") or ()), tuple(run.get("plugins") or ()))
+                bindings = tuple(renamed_binding(b) for b in run.get("bindings") or ())
+                config = (bindings, tuple(run.get("plugins") or ()))
                 by_config[config].append(str(run["dir"]))
             for dirs in by_config.values():
                 if len(dirs) > 1:

@@ -63,7 +63,7 @@ from registry import (
     operative_config,
 )
 from registry.constraints import check_seed
-from registry.recipes import build, find_recipe
+from registry.recipes import build_algorithm, find_recipe
 from registry.usage import check_used, provenance
 from registry.validation import shadowed_bindings
 
@@ -185,14 +185,14 @@ def _recipe_on_this_machine(record: dict, run_dir: Path) -> bool:
 
 def check_dataset(algorithm, record: dict, run_dir: Path) -> None:
     """A resumed run must read the dataset it started on (its manifest digest)."""
-    dataset = getattr(algorithm, "dataset", None)
+    dataset = _dataset_of(algorithm)
     recorded = record.get("dataset", {}).get("manifest_sha256")
     if dataset is None or recorded is None or recorded == dataset.digest:
         return
     raise FocalppError(
         f"cannot resume {run_dir}: it was trained on dataset {record['dataset']['name']} with "
         f"manifest digest {recorded[:12]}…, but {dataset.path} now has {dataset.digest[:12]}…; "
-        "the dataset was rebuilt or edited since. Point focal.data_root at the original "
+        "the dataset was rebuilt or edited since. Point task_data.root at the original "
         "store, or start a new run"
     )
 
@@ -270,7 +270,7 @@ def train(args: argparse.Namespace, comp: Composition, run_dir: Path, record: di
         resume=resume,
     )
     try:
-        algorithm = build(exp.algorithm, run=context)
+        algorithm = build_algorithm(exp, context)
         if not resume:  # a resumed run was checked when it started
             check_every_binding_used(algorithm, exp.analyses)
     except BaseException:
@@ -334,12 +334,19 @@ def _dataset_record(algorithm) -> dict:
     """Which dataset the run trains on: its name in the store, its tag (the variant of
     collection settings; `-shards<K>` for a build in shards) and its manifest digest, which
     the resume of the run checks."""
-    dataset = getattr(algorithm, "dataset", None)
+    dataset = _dataset_of(algorithm)
     if dataset is None:
         return {}
     name = f"{dataset.path.parent.name}/{dataset.path.name}"
     tag = dataset.manifest.get("tag")
     return {"dataset": {"name": name, "tag": tag, "manifest_sha256": dataset.digest}}
+
+
+def _dataset_of(algorithm):
+    """The store dataset an algorithm trains on: its task data's, or (an algorithm of one's
+    own that loads its data itself) its own `dataset`; None if it has none."""
+    data = getattr(algorithm, "data", None)
+    return getattr(data, "dataset", None) or getattr(algorithm, "dataset", None)
 
 
 def _portable_source(source: str) -> str:

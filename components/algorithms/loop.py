@@ -42,7 +42,7 @@ from rich.progress import (
 from components.algorithms.finite import FiniteWatch
 from components.algorithms.precision import AUTO, PRECISIONS, PrecisionChoice, Trial, choose
 from components.evaluation.episodes import NonFiniteActions
-from components.evaluation.meta_test import MetaTestResult
+from components.evaluation.meta_test import MetaTest, MetaTestResult
 from components.reporting.checkpoint import (
     CHECKPOINT,
     StopRequests,
@@ -57,7 +57,10 @@ from components.reporting.console import out
 from components.reporting.metrics import MetricsLog
 from components.reporting.run_dir import atomic_write_text
 from components.reporting.run_record import add_to_run_record
-from registry import FocalppError, RecipeError, RunContext
+from components.runtime import resolve_device
+from registry import FocalppError, RecipeError, RunContext, register
+from registry.constraints import Count, Fraction, PositiveInt
+from registry.validation import check_arguments
 
 # progress p in [0, 1] -> learning-rate factor before the floor
 LR_DECAYS: dict[str | None, Callable[[float], float]] = {
@@ -87,45 +90,67 @@ class Learner(Protocol):
     def parts_state(self) -> dict[str, Any]: ...  # networks and optimisers
     def load_parts_state(self, state: dict[str, Any]) -> None: ...
     def summary(self, result: MetaTestResult, seconds: float) -> str: ...
-    def close(self) -> None: ...
     def size_key(self) -> str: ...  # the step's sizes, for the precision cache
 
 
+@register("loop", "loop")
 class TrainingLoop:
-    """The loop of one run (see the module's docstring); `step` counts gradient steps done."""
+    """The schedule of one run and its driver: steps, meta-tests, checkpoints, precision.
+
+    The module's docstring has the loop; `step` counts gradient steps done. The experiment
+    builds it from the `loop.*` bindings and hands it to the algorithm.
+
+    Args:
+        run: the run's directory, seed, device and whether it resumes.
+        steps: gradient steps.
+        eval_every: steps between meta-tests (0: only at the end).
+        log_every: steps between training-metric records.
+        checkpoint_every: steps between checkpoints besides those at meta-tests (0: none).
+        meta_test: the meta-test class (gin: `@meta_test`), built once for the run.
+        lr_decay: None (constant learning rates), or 'cosine' / 'linear': every optimiser's
+            learning rate falls from its set value to `lr_floor` times it over the schedule
+            (a function of the step, so resume stays exact).
+        lr_floor: the final fraction of each learning rate under `lr_decay`.
+        precision: 'auto' (the default: bf16 autocast where timing the run's own step shows
+            it faster with the same losses, else fp32; components/algorithms/precision.py),
+            'fp32', or 'bf16' (docs/PERFORMANCE.md has measurements).
+        compile: `torch.compile` the networks the algorithm names (in place: checkpoint keys
+            do not change).
+        progress: show a progress bar.
+    """
 
     def __init__(
         self,
         *,
         run: RunContext,
-        steps: int,
-        eval_every: int,
-        log_every: int,
-        checkpoint_every: int,
-        progress: bool,
-        lr_decay: str | None,
-        lr_floor: float,
-        precision: str,
-        device: torch.device,
+        steps: PositiveInt = 100_000,
+        eval_every: Count = 10_000,
+        log_every: PositiveInt = 100,
+        checkpoint_every: Count = 1000,
+        meta_test: Callable[..., MetaTest] = MetaTest,
+        lr_decay: str | None = None,
+        lr_floor: Fraction = 0.0,
+        precision: str = "auto",
+        compile: bool = False,
+        progress: bool = True,
     ):
+        check_arguments("loop", TrainingLoop.__init__, locals())
         if lr_decay not in LR_DECAYS:
             raise RecipeError(
-                f"focal.lr_decay = {lr_decay!r}: expected None or one of "
+                f"loop.lr_decay = {lr_decay!r}: expected None or one of "
                 f"{sorted(k for k in LR_DECAYS if k)}"
             )
         if precision not in (*PRECISIONS, AUTO):
             raise RecipeError(
-                f"focal.precision = {precision!r}: expected one of {sorted([*PRECISIONS, AUTO])}"
+                f"loop.precision = {precision!r}: expected one of {sorted([*PRECISIONS, AUTO])}"
             )
         self.run_context = run
+        self.device = resolve_device(run.device)
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
         self.checkpoint_every, self.show_progress = checkpoint_every, progress
-        self.lr_decay, self.lr_floor, self.precision, self.device = (
-            lr_decay,
-            lr_floor,
-            precision,
-            device,
-        )
+        self.lr_decay, self.lr_floor, self.precision = lr_decay, lr_floor, precision
+        self.compile = compile
+        self.meta_test = meta_test()
         self.step = 0
         self.choice: PrecisionChoice | None = None  # run() settles 'auto'
         # run() fills these; set here so a built algorithm can already report its state
@@ -135,6 +160,19 @@ class TrainingLoop:
         self._log: MetricsLog | None = None
         self._resume_log: tuple[int, int] | None = None
         self._watch: FiniteWatch | None = None
+
+    def compile_networks(self, *modules: torch.nn.Module) -> None:
+        """`torch.compile` the algorithm's networks in place, when the recipe asks for it."""
+        if self.compile:
+            for module in modules:
+                module.compile()
+
+    def evaluation_steps(self, start: int = 0) -> set[int]:
+        """Steps after which the meta-test runs besides the last one: every `eval_every`
+        steps counted from `start` (an algorithm with a phase before meta-testing sets it)."""
+        if not self.eval_every:
+            return set()
+        return set(range(start + self.eval_every, self.steps, self.eval_every))
 
     # --- one step ---------------------------------------------------------------------------
     def autocast(self, precision: str | None = None):
@@ -280,7 +318,7 @@ class TrainingLoop:
         finally:
             watch.close()
             log.close()
-            learner.close()
+            self.meta_test.close()
         seconds = self.seconds()
         record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
         atomic_write_text(run_dir / "eval.json", json.dumps(record, indent=1))

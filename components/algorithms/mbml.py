@@ -1,7 +1,7 @@
 """MBML (Li, Yang et al., "Multi-task Batch Reinforcement Learning with Metric Learning",
 NeurIPS 2020), on the FOCAL trainer's data, loop, meta-test and checkpoints.
 
-Two phases in one run of `teacher_steps + focal.steps` steps:
+Two phases in one run of `teacher_steps + loop.steps` steps:
   1. teachers: one BCQ per training task (no z) and per-task learned reward models (and
      transition models where tasks differ in dynamics), all K tasks trained together with
      batched weights, each on its own task's data;
@@ -20,8 +20,10 @@ uses the partner task's models only (no ensembles, no filtering of relabeled tra
 model disagreement); one partner per task per step; the distilled student's VAE learns from the
 data rather than from the teachers'; teachers stay fixed in phase 2.
 
-`mbml` extends `focal`: every `focal.*` setting (data, schedule, batch sizes, encoder) applies;
-`mbml.*` adds the teacher phase.
+Like FOCAL, it is handed the task data (`task_data.*`) and the loop (`loop.*`; `loop.steps`
+counts phase 2, so the run is `teacher_steps + loop.steps` long) and draws `sizes.*`-sized
+meta-batches (at most every training task: each needs a partner other than itself); every other
+setting is its own (`mbml.*`).
 """
 
 from __future__ import annotations
@@ -31,77 +33,94 @@ from typing import Any
 
 import torch
 
-from components.algorithms.focal import FocalTrainer
+from components.algorithms.context_learner import ContextLearner
+from components.algorithms.loop import TrainingLoop
+from components.algorithms.sizes import Sizes
 from components.contracts import check_parts
+from components.data.tasks import TaskData
+from components.encoders.context import ContextEncoder
 from components.objectives.triplet import Triplet
 from components.rl.bcq import BCQ
 from components.rl.steps import step
 from components.rl.task_models import TaskModels
 from components.transitions import Transitions
-from registry import RecipeError, RunContext, register
-from registry.constraints import Count
+from registry import RecipeError, register
+from registry.constraints import Count, PositiveFloat
 from registry.validation import check_arguments
 
 
 @register("algorithm", "mbml")
-class MBMLTrainer(FocalTrainer):
+class MBMLTrainer(ContextLearner):
     """Per-task BCQ teachers and models, then a triplet-trained encoder and a distilled student.
 
     Args:
-        run: the run's environment column, scale, seed, directory and device.
-        teacher_steps: gradient steps of phase 1 (before the `focal.steps` of phase 2).
+        data: the offline task data (the experiment builds it: `task_data.*`).
+        loop: the schedule (the experiment builds it: `loop.*`; its steps are phase 2's).
+        sizes: Z and what one step draws (gin: `@sizes`, set by `sizes.*`).
+        teacher_steps: gradient steps of phase 1 (before the `loop.steps` of phase 2).
         teacher: the per-task learner class (gin: `@bcq`; built with `models = K`, no z).
         student: the task-conditioned learner class (gin: `@bcq`; built over (s, z)).
         models: the per-task reward / transition models class (gin: `@task_models`).
         metric: the encoder's metric loss (gin: `@triplet`).
+        encoder: context encoder class (gin: `@context_encoder`).
+        encoder_lr: Adam learning rate of the encoder.
+        context_next_obs: put s′ in the context (s, a, s′, r); else (s, a, r).
     """
 
     def __init__(
         self,
         *,
-        run: RunContext,
+        data: TaskData,
+        loop: TrainingLoop,
+        sizes: Callable[..., Sizes] = Sizes,
         teacher_steps: Count = 10_000,
         teacher: Callable[..., BCQ] = BCQ,
         student: Callable[..., BCQ] = BCQ,
         models: Callable[..., TaskModels] = TaskModels,
         metric: Callable[..., torch.nn.Module] = Triplet,
+        encoder: Callable[..., torch.nn.Module] = ContextEncoder,
+        encoder_lr: PositiveFloat = 1e-3,
+        context_next_obs: bool = True,
     ):
         check_arguments("mbml", MBMLTrainer.__init__, locals())
-        super().__init__(
-            run=run,
-            agent=student,
-            objective=None,
-            key_momentum=None,
-            detach_z=False,
-            # MBML draws its own meta-batch below: distinct tasks (each needs a partner other
-            # than itself), at most every training task (Fwd-Back families have two)
-            tasks_with_replacement=True,
-        )
-        if self.train.n_tasks < 2:
+        super().__init__(data, loop, sizes(), context_next_obs)
+        latent_dim = self.sizes.latent_dim
+        k = self.train.n_tasks
+        if k < 2:
             raise RecipeError(
                 f"mbml needs at least two training tasks to relabel one as another; "
-                f"{run.env} has {self.train.n_tasks}"
+                f"{data.family_name} has {k}"
             )
+        dims = {"obs_dim": self.family.obs_dim, "act_dim": self.family.act_dim}
+        check_parts(
+            (encoder, "context_encoder", {"sizes": self.layout.sizes, "latent_dim": latent_dim}),
+            (student, "agent", {**dims, "latent_dim": latent_dim}),
+        )
+        torch.manual_seed(self.run_context.seed)
+        self.encoder = encoder(sizes=self.layout.sizes, latent_dim=latent_dim).to(self.device)
+        self.check_encoder(self.encoder, encoder)
+        self.agent = student(**dims, latent_dim=latent_dim).to(self.device)
+        self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=encoder_lr, foreach=True)
+        for opt in self.optimizers():
+            for group in opt.param_groups:
+                group.setdefault("base_lr", group["lr"])
         self.teacher_steps = teacher_steps
         self.loop.steps += teacher_steps
-        k, dims = self.train.n_tasks, (self.family.obs_dim, self.family.act_dim)
-        self.teachers = teacher(obs_dim=dims[0], act_dim=dims[1], latent_dim=0, models=k)
+        self.teachers = teacher(**dims, latent_dim=0, models=k)
         self.task_models = models(
-            n_tasks=k,
-            obs_dim=dims[0],
-            act_dim=dims[1],
-            dynamics=self.family.task_changes == "dynamics",
+            n_tasks=k, **dims, dynamics=self.family.task_changes == "dynamics"
         )
         self.teachers.to(self.device)
         self.task_models.to(self.device)
         check_parts((metric, "metric_loss", {}))
         self.metric = metric().to(self.device)
         self._every_task = torch.arange(k, device=self.device)
+        loop.compile_networks(self.encoder, *self.agent.children())
 
     # --- phase 1 -------------------------------------------------------------------------------
     def teacher_step(self) -> dict[str, torch.Tensor]:
         """Each teacher and model on its own task's batch [K, B, ·]."""
-        batch = self.train.sample(self._every_task, self.rl_batch)
+        batch = self.sample_rl(self._every_task)
         no_z = batch.obs.new_zeros(len(self._every_task), 0)
         info = {f"{k}_teacher": v for k, v in self.teachers.update(batch, no_z).items()}
         # the models predict the reward the context shows (sparse on sparse families)
@@ -111,17 +130,16 @@ class MBMLTrainer(FocalTrainer):
 
     # --- phase 2 -------------------------------------------------------------------------------
     def student_step(self) -> dict[str, torch.Tensor]:
-        tasks = self.train.sample_tasks(min(self.meta_batch, self.train.n_tasks), replace=False)
+        n = min(self.sizes.meta_batch, self.train.n_tasks)
+        tasks = self.train.sample_tasks(n, replace=False)
         partner = tasks.roll(1)  # row i's partner is row i − 1's task; its z is z.roll(1)
-        context = self.train.sample(
-            tasks, self.context_batch, replace=self.context_replace, sparse=self.layout.sparse
-        )
+        context = self.sample_context(tasks)
         query = self.encoder(self.layout.tensor(context))
         anchor = self.encoder(self.layout.tensor(self.task_models.relabel(context, partner)))
         metric = self.metric(anchor.mean, query.mean.roll(1, 0), query.mean)
         self.encoder_opt.zero_grad(set_to_none=True)
         sum(metric.values()).backward(retain_graph=True)
-        info = self.distill(self.train.sample(tasks, self.rl_batch), query.mean, tasks)
+        info = self.distill(self.sample_rl(tasks), query.mean, tasks)
         self.encoder_opt.step()  # the triplet loss and the Q distillation both reach it
         return {**{k: v.detach() for k, v in metric.items()}, **info}
 
@@ -155,10 +173,7 @@ class MBMLTrainer(FocalTrainer):
 
     def evaluation_steps(self) -> set[int]:
         """The student's meta-tests: every `eval_every` steps of phase 2."""
-        every = self.loop.eval_every
-        if not every:
-            return set()
-        return set(range(self.teacher_steps + every, self.steps, every))
+        return self.loop.evaluation_steps(start=self.teacher_steps)
 
     def parts(self) -> dict[str, torch.nn.Module | None]:
         """The teachers and models of phase 1, then the student's networks of phase 2."""
@@ -171,23 +186,36 @@ class MBMLTrainer(FocalTrainer):
         }
 
     # --- checkpoints -----------------------------------------------------------------------------
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.encoder_opt, *self.agent.optimizers().values()]
+
     def parts_state(self) -> dict[str, Any]:
-        state = super().parts_state()
-        state["teachers"] = self.teachers.state_dict()
-        state["task_models"] = self.task_models.state_dict()
-        state["optimizers"].update(
-            {f"teachers.{k}": o.state_dict() for k, o in self.teachers.optimizers().items()}
-        )
-        state["optimizers"]["task_models"] = self.task_models.opt.state_dict()
-        return state
+        """The networks and optimisers (the keys of FOCAL's checkpoints where they agree)."""
+        optimizers = {"encoder": self.encoder_opt, "task_models": self.task_models.opt}
+        for prefix, learner in (("agent", self.agent), ("teachers", self.teachers)):
+            optimizers |= {f"{prefix}.{k}": o for k, o in learner.optimizers().items()}
+        return {
+            "encoder": self.encoder.state_dict(),
+            "key_encoder": None,
+            "objective": None,
+            "agent": self.agent.state_dict(),
+            "teachers": self.teachers.state_dict(),
+            "task_models": self.task_models.state_dict(),
+            "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
+        }
 
     def load_weights(self, state: dict[str, Any]) -> None:
-        super().load_weights(state)
-        self.teachers.load_state_dict(state["teachers"])
-        self.task_models.load_state_dict(state["task_models"])
+        """The networks of a checkpoint (enough to act and to be analysed)."""
+        self.step = state["step"]
+        for name in ("encoder", "agent", "teachers", "task_models"):
+            getattr(self, name).load_state_dict(state[name])
 
     def load_parts_state(self, state: dict[str, Any]) -> None:
-        super().load_parts_state(state)
-        for name, opt in self.teachers.optimizers().items():
-            opt.load_state_dict(state["optimizers"][f"teachers.{name}"])
-        self.task_models.opt.load_state_dict(state["optimizers"]["task_models"])
+        """The networks and optimisers of a checkpoint."""
+        self.load_weights(state)
+        saved = state["optimizers"]
+        self.encoder_opt.load_state_dict(saved["encoder"])
+        self.task_models.opt.load_state_dict(saved["task_models"])
+        for prefix, learner in (("agent", self.agent), ("teachers", self.teachers)):
+            for name, opt in learner.optimizers().items():
+                opt.load_state_dict(saved[f"{prefix}.{name}"])

@@ -1,4 +1,4 @@
-"""The training step's numeric precision, chosen by the machine: `focal.precision = 'auto'`.
+"""The training step's numeric precision, chosen by the machine: `loop.precision = 'auto'`.
 
 bf16 autocast halves a large step on CPUs with bf16 matrix units (AMX, AVX-512 BF16) and on
 GPUs, but it is several times slower where bf16 is emulated and slows small steps everywhere
@@ -91,7 +91,7 @@ def choose(
     `trial(precision)` measures the run's step in a precision and leaves its state as it was.
     `bf16_units`: whether the CPU has them (default: read from the CPU's flags)."""
     if requested != AUTO:
-        return PrecisionChoice(requested, requested, "set by focal.precision")
+        return PrecisionChoice(requested, requested, "set by loop.precision")
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls
     if device.type == "cuda" and not torch.cuda.is_bf16_supported():

@@ -6,7 +6,7 @@ backward) and its key pass (forward), and the sequence-wise branch alone compute
 project's layer (`short_attention.encoder_layer`) and by PyTorch's `TransformerEncoderLayer`
 in the same run: milliseconds, GFLOP counted and the fraction of the fp32 matmul peak.
 
-precision: what `focal.precision = 'auto'` would choose for four steps of different size —
+precision: what `loop.precision = 'auto'` would choose for four steps of different size —
 fp32 and bf16 timed from the same state, the first step's losses compared.
 """
 
@@ -46,8 +46,8 @@ def median_ms(fn: Callable[[], object], warmup: int, repeats: int) -> float:
 def bench_encoder(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     scale = "tiny" if quick else "paper"
     trainer = build_trainer(StepConfig("encoder", "focalpp.gin", scale, precision="fp32"))
-    tasks = trainer.train.sample_tasks(trainer.meta_batch, replace=False)
-    sample = trainer.train.sample(tasks, trainer.context_batch, sparse=trainer.layout.sparse)
+    tasks = trainer.train.sample_tasks(trainer.sizes.meta_batch, replace=False)
+    sample = trainer.train.sample(tasks, trainer.sizes.context_batch, sparse=trainer.layout.sparse)
     context = trainer.layout.tensor(sample)
     encoder, key = trainer.encoder, trainer.key_encoder
     branch = next(b.transition for b in encoder.branches if hasattr(b.transition, "blocks"))

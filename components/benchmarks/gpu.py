@@ -2,7 +2,7 @@
 
 One training step of (a) `focal` at the FOCAL reference's Sparse-Point-Robot sizes and (d)
 `focalpp` at the FOCAL++ paper's sizes, each in full fp32, in fp32 with TF32 matrix products
-(what `focal.precision = 'auto'` allows on CUDA) and with bf16 autocast: milliseconds per step
+(what `loop.precision = 'auto'` allows on CUDA) and with bf16 autocast: milliseconds per step
 (median of timed blocks after warm-up, the device synchronised around every step), steps per
 second, the GPU memory the step holds at its peak (`torch.cuda.max_memory_allocated`), the
 hours 100k steps take, and the fraction of the GPU's matmul peak measured in the same run.
@@ -27,7 +27,7 @@ CONFIGS = [
     ("(a) focal, reference sizes", "focal.gin", PAPER_SPR),
     ("(d) focalpp, paper sizes", "focalpp.gin", ()),
 ]
-# precision label -> (the trainer's `focal.precision`, matmul precision for fp32 products)
+# precision label -> (the trainer's `loop.precision`, matmul precision for fp32 products)
 PRECISIONS = {"fp32": ("fp32", "highest"), "tf32": ("fp32", "high"), "bf16": ("bf16", "highest")}
 
 
@@ -69,7 +69,7 @@ def bench_gpu(quick: bool, figures_dir: Path | None = None) -> list[dict]:
                     "fraction_of_peak": flops / (ms / 1e3) / (peaks[label] * 1e9),
                 }
             )
-            trainer.close()
+            trainer.loop.meta_test.close()
             del trainer
             torch.cuda.empty_cache()
     torch.set_float32_matmul_precision("highest")

@@ -28,7 +28,7 @@ console = Console(highlight=False, width=max(120, Console().width))
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = {
     "focalpp (the paper's row)": (),
-    "focalpp, coupled": ("focal.detach_z = False", "focal.lr_decay = 'cosine'"),
+    "focalpp, coupled": ("focal.detach_z = False", "loop.lr_decay = 'cosine'"),
 }
 
 
@@ -39,7 +39,7 @@ def time_to_target(bindings: tuple[str, ...], target: float, quick: bool) -> dic
         run_dir = Path(tmp) / "run"
         command = [sys.executable, str(ROOT / "tools" / "run.py"), "--recipe", "focalpp.gin"]
         command += ["--scale", scale, "--out", str(run_dir)]
-        for binding in (f"focal.eval_every = {1 if quick else 1000}", *bindings):
+        for binding in (f"loop.eval_every = {1 if quick else 1000}", *bindings):
             command += ["--gin_param", binding]
         env = {**os.environ, "FOCALPP_DATA": str(Path(tmp) / "data")}
         start = time.perf_counter()

@@ -191,9 +191,9 @@ def bench_eval(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         rows.append(
             {
                 "config": name,
-                "test_tasks": len(trainer.test_tasks),
-                "runs_per_task": trainer.evaluator.runs,
-                "context_transitions": trainer.evaluator.context_transitions,
+                "test_tasks": len(trainer.data.test_tasks),
+                "runs_per_task": trainer.loop.meta_test.runs,
+                "context_transitions": trainer.loop.meta_test.context_transitions,
                 "seconds": seconds,
             }
         )
@@ -221,7 +221,7 @@ def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         runs.append(("focalpp.gin", (), 5))  # the FOCAL++ paper's sizes (context batch 512)
     for recipe, sizes, steps in runs:
         with tempfile.TemporaryDirectory() as tmp:
-            bindings = [*sizes, f"focal.steps = {steps}", "focal.eval_every = 0"]
+            bindings = [*sizes, f"loop.steps = {steps}", "loop.eval_every = 0"]
             command = [
                 sys.executable,
                 str(ROOT / "tools" / "run.py"),
@@ -281,9 +281,9 @@ def _peak_rss_kib(command: list[str]) -> int:
 
 
 SWEEPS = {
-    "focal.meta_batch": ([4, 8, 16, 32, 64], "T"),
-    "focal.context_batch": ([64, 128, 256, 512, 1024], "E"),
-    "focal.latent_dim": ([5, 10, 20, 40], "Z"),
+    "sizes.meta_batch": ([4, 8, 16, 32, 64], "T"),
+    "sizes.context_batch": ([64, 128, 256, 512, 1024], "E"),
+    "sizes.latent_dim": ([5, 10, 20, 40], "Z"),
 }
 
 

@@ -14,17 +14,17 @@ import gin
 
 from components.benchmarks.limits import count_flops, synchronize
 from registry import RECIPES_DIR, RunContext, compose
-from registry.recipes import build
+from registry.recipes import build_algorithm
 
 # The FOCAL reference's Sparse-Point-Robot configuration: meta-batch 16 tasks, RL batch 256,
 # context batch 1024, latent 20, networks 3 × 256, encoder 3 × 200. (The reference code itself,
 # timed once on an AVX2 machine, is in docs/PERFORMANCE.md; ratios are only taken against
 # EQUAL_WORK timed in the same run.)
 PAPER_SPR = (
-    "focal.meta_batch = 16",
-    "focal.rl_batch = 256",
-    "focal.context_batch = 1024",
-    "focal.latent_dim = 20",
+    "sizes.meta_batch = 16",
+    "sizes.rl_batch = 256",
+    "sizes.context_batch = 1024",
+    "sizes.latent_dim = 20",
     "brac.hidden = (256, 256, 256)",
     "dual_kl_critic.hidden = (256, 256, 256)",
     "mlp_encoder.hidden = (200, 200, 200)",
@@ -54,12 +54,12 @@ def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | Non
     gin.clear_config()
     bindings = [
         *config.bindings,
-        "focal.progress = False",
-        f"focal.precision = '{config.precision}'",
-        f"focal.compile = {config.compile}",
+        "loop.progress = False",
+        f"loop.precision = '{config.precision}'",
+        f"loop.compile = {config.compile}",
     ]
     if data_root is not None:
-        bindings.append(f"focal.data_root = '{data_root}'")
+        bindings.append(f"task_data.root = '{data_root}'")
     comp = compose(
         config.recipe,
         env=config.env,
@@ -71,7 +71,7 @@ def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | Non
     )
     run_dir = Path(tempfile.mkdtemp(prefix="focalpp-bench-"))
     context = RunContext(env=config.env, scale=config.scale, seed=0, run_dir=run_dir, device=device)
-    trainer = build(comp.experiment.algorithm, run=context)
+    trainer = build_algorithm(comp.experiment, context)
     if config.phase == "student":
         trainer.step = trainer.teacher_steps
     return trainer
@@ -126,7 +126,7 @@ def eval_seconds(trainer, repeats: int) -> float:
 def sweep_step_ms(
     base: StepConfig, binding: str, values: Sequence[int], warmup: int, repeats: int, block: int
 ) -> list[float]:
-    """Step time as one binding (e.g. `focal.meta_batch`) takes each value."""
+    """Step time as one binding (e.g. `sizes.meta_batch`) takes each value."""
     out = []
     for value in values:
         config = StepConfig(

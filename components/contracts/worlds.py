@@ -1,5 +1,6 @@
 """Contracts of what a run is made from and how it is driven: environment families, dataset
-protocols, samplers, algorithms, meta-tests, analyses and study backends.
+protocols, the task data, samplers, a step's sizes, the training loop, algorithms, meta-tests,
+analyses and study backends.
 
 Environment families and samplers are exercised for real at tiny sizes. The other kinds are
 checked at their interface only — a probe cannot afford to build a dataset or train — and their
@@ -15,7 +16,15 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from components.contracts.core import Broken, build, contract, has_methods, takes, tensor
+from components.contracts.core import (
+    Broken,
+    build,
+    contract,
+    has_methods,
+    takes,
+    target_of,
+    tensor,
+)
 from components.data.store import QualityData
 from components.transitions import FIELDS, Transitions
 
@@ -39,8 +48,24 @@ class Sampler(Protocol):
     def sample(self, positions: torch.Tensor, batch: int, **kwargs: Any) -> Transitions: ...
 
 
-class Algorithm(Protocol):
+class TaskDataProtocol(Protocol):
     def __init__(self, *, run: Any) -> None: ...
+
+
+class SizesProtocol(Protocol):
+    latent_dim: int
+    meta_batch: int
+    context_batch: int
+    rl_batch: int
+
+
+class Loop(Protocol):
+    def __init__(self, *, run: Any) -> None: ...
+    def run(self, learner: Any) -> Any: ...
+
+
+class Algorithm(Protocol):
+    def __init__(self, *, data: Any, loop: Any) -> None: ...
     def run(self) -> dict: ...
 
 
@@ -118,9 +143,37 @@ def probe_sampler(factory, given) -> None:
     tensor(batch.reward, (3, 4), "rewards [T, B]")
 
 
+@contract("task_data", TaskDataProtocol)
+def probe_task_data(factory, given) -> None:
+    takes(factory, ("run",), "be built as cls(run=RunContext)")
+
+
+@contract("sizes", SizesProtocol)
+def probe_sizes(factory, given) -> None:
+    sizes = build(factory, "be built as cls() (its settings are gin bindings)")
+    for name in ("latent_dim", "meta_batch", "context_batch", "rl_batch"):
+        size = getattr(sizes, name, None)
+        if not isinstance(size, int) or size < 1:
+            raise Broken(f"have a positive int {name}", f"it has {size!r}")
+
+
+@contract("loop", Loop)
+def probe_loop(factory, given) -> None:
+    takes(factory, ("run",), "be built as cls(run=RunContext)")
+    has_methods(factory, ("run",), "offer run(learner)")
+
+
 @contract("algorithm", Algorithm)
 def probe_algorithm(factory, given) -> None:
-    takes(factory, ("run",), "be built as cls(run=RunContext)")
+    try:
+        params = set(inspect.signature(target_of(factory)).parameters)
+    except (TypeError, ValueError):
+        return
+    if not params & {"run", "data", "loop"}:
+        raise Broken(
+            "be built as cls(data=, loop=) or cls(run=) (the experiment hands what it names)",
+            f"its constructor takes {sorted(params) or 'nothing'}",
+        )
     has_methods(factory, ("run",), "offer run() -> metrics")
 
 

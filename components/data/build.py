@@ -74,7 +74,7 @@ def cached(path: Path, builder, family_name: str, family: EnvFamily) -> Dataset:
             f"{_differences(built_with or {}, _jsonable(builder.settings()))}. Collection "
             "settings (behaviour_sac.*, the protocol's) configure a dataset only while it is "
             "built, and this one exists: drop those bindings to use it, or build another in "
-            "another store or under another tag (a run: focal.data_root, focal.dataset_tag; "
+            "another store or under another tag (a run: task_data.root, task_data.tag; "
             "tools/collect.py: --out or $FOCALPP_DATA, --tag), or delete it to rebuild"
         )
     return dataset

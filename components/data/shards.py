@@ -12,7 +12,7 @@ of its own, `<tag>-shards<K>` (`shards<K>` without a tag; `sharded_tag`): two bu
 hide behind one path. Shard i of K lives in `<family>/.<dataset>.shards/<i>-of-<K>/` (a
 complete dataset of its tasks, written atomically); merging validates every shard,
 concatenates them task by task into `<family>/<dataset>/` (atomically) and removes the
-shards; the manifest records `built_in_shards`. A run reads it with `focal.dataset_shards = K`
+shards; the manifest records `built_in_shards`. A run reads it with `task_data.shards = K`
 (a study with `dataset_shards` binds it).
 """
 

@@ -61,7 +61,7 @@ def check_tag(tag: str | None) -> None:
     if not tag or (re.fullmatch(r"[\w.-]+", tag) and tag.strip(".")):
         return
     raise DatasetError(
-        f"dataset tag {tag!r} (--tag, or focal.dataset_tag) must be a plain name: letters, "
+        f"dataset tag {tag!r} (--tag, or task_data.tag) must be a plain name: letters, "
         "digits, '.', '_' and '-', no path separators and not only dots"
     )
 

@@ -75,7 +75,7 @@ class EnvFamily(ABC):
     def __init__(
         self, *, seed: int = 0, goal_radius: float | Literal["default"] | None = "default"
     ):
-        check_seed(seed, "focal.data_seed (the dataset's seed)")
+        check_seed(seed, "task_data.seed (the dataset's seed)")
         self.seed = seed
         self.goal_radius = self.default_goal_radius if goal_radius == "default" else goal_radius
         if self.goal_radius == 0:

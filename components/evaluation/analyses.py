@@ -54,7 +54,7 @@ def analyse(
         analysis = get("analysis", name)()
         results[name] = analysis(trained, figures)
         atomic_write_text(path, json.dumps(results, indent=1))
-    trained.evaluator.close()
+    trained.loop.meta_test.close()
     return results
 
 

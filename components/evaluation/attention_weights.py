@@ -94,7 +94,7 @@ class AttentionAnalysis:
             trained.encoder,
             trained.train,
             trained.layout,
-            context_batch=trained.context_batch,
+            context_batch=trained.sizes.context_batch,
             draws=self.draws,
         )
         gated = bool(np.ptp(result.weights) > 0)  # an encoder without a gate weighs all alike

@@ -88,18 +88,18 @@ class ContextGrid:
 
     def __call__(self, trained, figures: Path) -> dict:
         rng = np.random.default_rng(self.seed)
-        family, dataset = trained.family, trained.dataset
+        family, dataset = trained.family, trained.data.dataset
         train = dataset.split_indices("train")
         if len(train) > self.max_train_tasks:
             train = sorted(rng.choice(train, self.max_train_tasks, replace=False).tolist())
-        splits = {"train": train, "test": list(trained.test_tasks)}
-        evaluator = trained.evaluator
+        splits = {"train": train, "test": list(trained.data.test_tasks)}
+        evaluator = trained.loop.meta_test
         episodes = self.episodes or max(1, evaluator.context_transitions // family.horizon)
         n_tasks = len(dataset.tasks)
         all_train = dataset.split_indices("train")
-        stored = {"own": trained.test_data}  # loaded once, for both splits
+        stored = {"own": trained.data.test_data}  # loaded once, for both splits
         for quality in dataset.qualities:
-            if quality != trained.test_quality:
+            if quality != trained.data.test_quality:
                 stored[quality] = dataset.quality(quality)
         latent_dim = _latent_dim(trained)
         cells: dict[str, dict[str, dict[str, float]]] = {}

@@ -20,11 +20,11 @@ class ShiftAnalysis:
         self.qualities = qualities
 
     def __call__(self, trained, figures: Path) -> dict:
-        qualities = self.qualities or trained.dataset.qualities
+        qualities = self.qualities or trained.data.dataset.qualities
         shift = {}
         for quality in qualities:
-            result = trained.evaluate(data=trained.dataset.quality(quality))
+            result = trained.evaluate(data=trained.data.dataset.quality(quality))
             shift[quality] = {"mean": result.mean, "std": result.std}
             if result.paper_returns is not None:
                 shift[quality]["paper_mean"] = float(result.paper_returns.mean())
-        return {"train_quality": trained.quality, "shift": shift}
+        return {"train_quality": trained.data.quality, "shift": shift}

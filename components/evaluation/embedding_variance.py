@@ -75,7 +75,7 @@ class VarianceAnalysis:
             trained.encoder,
             trained.train,
             trained.layout,
-            context_batch=trained.context_batch,
+            context_batch=trained.sizes.context_batch,
             draws=self.draws,
         )
         return {

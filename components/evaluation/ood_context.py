@@ -64,11 +64,11 @@ class OODContextAnalysis:
                 "distribution context needs the donors' policies rolled out in the test task "
                 "(the context_grid analysis, source other_policy)",
             }
-        tasks = list(trained.test_tasks)
-        train = trained.dataset.split_indices("train")
+        tasks = list(trained.data.test_tasks)
+        train = trained.data.dataset.split_indices("train")
         rng = np.random.default_rng(self.seed)
         donors = rng.choice(train, size=len(tasks)).tolist()
-        ood = donor_context(family, trained.test_data, tasks, donors)
+        ood = donor_context(family, trained.data.test_data, tasks, donors)
         inside, outside = trained.evaluate(), trained.evaluate(data=ood)
         record = {
             "ood_applies": True,

@@ -108,7 +108,7 @@ def holding_errors(trained, z: np.ndarray, *, last: int) -> dict[str, float] | N
     family = trained.family
     draws, n_tasks = z.shape[:2]
     all_tasks = family.all_tasks()
-    tasks = [all_tasks[i] for i in trained.test_tasks] * draws
+    tasks = [all_tasks[i] for i in trained.data.test_tasks] * draws
     vectors = family.task_vectors(tasks)
     if family.holding_error(np.zeros((len(tasks), family.obs_dim)), vectors) is None:
         return None
@@ -160,9 +160,9 @@ class TaskVectorAnalysis:
     def __call__(self, trained, figures: Path) -> dict:
         family = trained.family
         all_tasks = family.all_tasks()
-        train_ids, test_ids = trained.train.task_ids.tolist(), list(trained.test_tasks)
+        train_ids, test_ids = trained.train.task_ids.tolist(), list(trained.data.test_tasks)
         test = TensorSampler(
-            trained.test_data,
+            trained.data.test_data,
             test_ids,
             device=trained.device,
             generator=torch.Generator().manual_seed(trained.run_context.seed),

@@ -33,6 +33,7 @@ import torch
 
 from components.reporting.run_dir import atomic_file
 from registry import FocalppError
+from registry.renames import legacy_config_str
 
 CHECKPOINT = "checkpoint.pt"
 PREVIOUS = "checkpoint.prev.pt"
@@ -70,11 +71,12 @@ def restore_rng_state(state: dict[str, Any], generators: dict[str, torch.Generat
 _AFTER_THE_RUN = re.compile(r"^experiment\.analyses = .*?(?=^\S|\Z)", re.MULTILINE | re.DOTALL)
 
 
-def config_fingerprint() -> str:
+def config_fingerprint(config: str | None = None) -> str:
     """SHA-256 of the parsed gin configuration (every binding of the recipe, its columns and
     flags but `experiment.analyses`): a resumed run must be configured exactly as the run it
     continues."""
-    return hashlib.sha256(_AFTER_THE_RUN.sub("", gin.config_str()).encode()).hexdigest()
+    config = gin.config_str() if config is None else config
+    return hashlib.sha256(_AFTER_THE_RUN.sub("", config).encode()).hexdigest()
 
 
 def _numpy_state() -> tuple:
@@ -186,8 +188,10 @@ def _step_of(path: Path) -> int | None:
 
 
 def check_fingerprint(state: dict[str, Any], fingerprint: str, path: Path) -> None:
-    """Refuse a checkpoint written under another configuration than `fingerprint`."""
-    if state.get("config_fingerprint") != fingerprint:
+    """Refuse a checkpoint written under another configuration than `fingerprint` (or than the
+    same configuration in the names bindings had before `registry.renames`)."""
+    legacy = config_fingerprint(legacy_config_str())
+    if state.get("config_fingerprint") not in (fingerprint, legacy):
         raise CheckpointError(
             f"{path} was written under a different configuration: the recipe files or "
             "bindings changed since the run started. Resume with the same recipe, or start a "

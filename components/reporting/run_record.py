@@ -21,7 +21,7 @@ from components.reporting.console import out
 from components.reporting.run_dir import atomic_write_text
 from registry import RECIPES_DIR, Composition, FocalppError, RunContext, compose
 from registry.constraints import check_seed
-from registry.recipes import build
+from registry.recipes import build_algorithm
 
 RECORDED = ("recipe", "env", "scale", "seed", "device")
 
@@ -160,7 +160,7 @@ def load_trained(run_dir: Path, plugins: Sequence[str] = ()):
     context = RunContext(
         env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir, device=exp.device
     )
-    algorithm = build(exp.algorithm, run=context)
+    algorithm = build_algorithm(exp, context)
     if not hasattr(algorithm, "load_weights"):
         raise FocalppError(f"algorithm {exp.algorithm_name} of {run_dir} cannot load a checkpoint")
     state = load_checkpoint(run_dir)

@@ -17,6 +17,7 @@ from typing import Any
 from components.reporting.run_dir import atomic_write_text, make_dirs
 from components.sweep.job import Job, Outcome, run_summary
 from components.sweep.study import AnalyzeSpec, Study, StudyError
+from registry.renames import renamed_binding
 
 INDEX = "index.json"
 # What a run's result depends on: a study directory refuses a spec that changes these.
@@ -127,9 +128,14 @@ def _claim(out: Path, study: Study) -> None:
     spec_file = out / "study.json"
     if spec_file.is_file():
         before = _read_spec(spec_file)
-        changed = [k for k in RUN_SHAPING if before.get(k) != study.to_dict()[k]]
+        before["bindings"] = [renamed_binding(b) for b in before.get("bindings", [])]
+        now = {**study.to_dict(), "bindings": [renamed_binding(b) for b in study.bindings]}
+        changed = [k for k in RUN_SHAPING if before.get(k) != now[k]]
         old_variants = before.get("variants", {})
-        if any(old_variants.get(k, list(v)) != list(v) for k, v in study.variants.items()):
+        if any(
+            [renamed_binding(b) for b in old_variants.get(k, v)] != [renamed_binding(b) for b in v]
+            for k, v in study.variants.items()
+        ):
             changed.append("variants")
         if changed:
             raise StudyError(

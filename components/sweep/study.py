@@ -5,7 +5,7 @@
     envs = ["sparse_point_robot", "point_robot_wind"]
     seeds = [0, 1, 2]
     scale = "cpu"                                # optional, default "cpu"
-    bindings = ["focal.steps = 6000"]            # optional: --gin_param for every run
+    bindings = ["loop.steps = 6000"]            # optional: --gin_param for every run
     plugins = []                                 # optional: --plugin for every run
     retries = 1                                  # optional: re-runs of a run that died
     threads_per_run = 1                          # optional: torch threads of each run
@@ -127,7 +127,7 @@ class Study:
 
     def shard_bindings(self) -> tuple[str, ...]:
         """What a run binds to read the dataset this study built in shards."""
-        return (f"focal.dataset_shards = {self.dataset_shards}",) if self.dataset_shards else ()
+        return (f"task_data.shards = {self.dataset_shards}",) if self.dataset_shards else ()
 
     def runs(self) -> list[RunSpec]:
         """Every run, recipe-major, then env, then variant, then seed (the order of the index)."""

@@ -44,7 +44,7 @@ def test_baseline_runs(recipe, env, tiny_data, tmp_path):
     else:
         assert evals == [3, 6]
     evaluation = json.loads((run_dir / "eval.json").read_text())
-    assert len(evaluation["per_task_return"]) == len(algorithm.test_tasks)
+    assert len(evaluation["per_task_return"]) == len(algorithm.data.test_tasks)
     assert metrics["headline"].startswith("test ")
 
 
@@ -58,7 +58,7 @@ def test_mbml_resumes_exactly_across_its_phases(tiny_data, tmp_path):
             "point_robot_wind",
             tiny_data,
             tmp_path / name,
-            bindings=("focal.steps = 6", "mbml.teacher_steps = 4"),
+            bindings=("loop.steps = 6", "mbml.teacher_steps = 4"),
             train=False,
         )
         return algorithm

@@ -30,7 +30,7 @@ def test_documented_example_runs(tiny_data, tmp_path):
         "--out",
         str(out),
         "--gin_param",
-        f"focal.data_root = '{tiny_data}'",
+        f"task_data.root = '{tiny_data}'",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1].startswith("test sparse return")

@@ -37,6 +37,6 @@ def test_row_runs_on_every_env(row, env, tiny_data, tmp_path):
         k.startswith("loss_") and k not in ("loss_q", "loss_v", "loss_policy") for k in train[-1]
     )  # the representation objective is logged too
     evaluation = json.loads((run_dir / "eval.json").read_text())
-    assert len(evaluation["per_task_return"]) == len(algorithm.test_tasks)
+    assert len(evaluation["per_task_return"]) == len(algorithm.data.test_tasks)
     assert metrics["headline"].startswith("test ")
     assert (algorithm.family.goal_radius is not None) == ("sparse_return_mean" in evaluation)

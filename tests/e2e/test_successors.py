@@ -31,7 +31,7 @@ def test_successor_runs(recipe, env, tiny_data, tmp_path):
     train = [r for r in map(json.loads, records) if r["kind"] == "train"]
     assert LOSSES[recipe] <= set(train[-1])
     evaluation = json.loads((tmp_path / "run" / "eval.json").read_text())
-    assert len(evaluation["per_task_return"]) == len(algorithm.test_tasks)
+    assert len(evaluation["per_task_return"]) == len(algorithm.data.test_tasks)
     assert metrics["headline"].startswith("test ")
     # the objective's own networks (CLUB's estimator, the decoder, the classifier) trained
     after = list(algorithm.objective.parameters())

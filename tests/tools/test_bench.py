@@ -57,9 +57,9 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
     assert all(row["peak_rss_gib"] > 0.1 for row in report["sections"]["memory"])
     scaling = report["sections"]["scaling"]
     assert {row["binding"] for row in scaling} == {
-        "focal.meta_batch",
-        "focal.context_batch",
-        "focal.latent_dim",
+        "sizes.meta_batch",
+        "sizes.context_batch",
+        "sizes.latent_dim",
     }
     assert {p.name for p in (tmp_path / "figures").iterdir()} == {
         "scaling-T.png",

@@ -35,7 +35,7 @@ def tiny_runs(tiny_data, tmp_path_factory) -> Path:
                 "--out",
                 str(runs / f"{name}-s{seed}"),
                 "--gin_param",
-                f"focal.data_root = '{tiny_data}'",
+                f"task_data.root = '{tiny_data}'",
             )
             assert done.returncode == 0, done.stderr
     for which, analyses in (
@@ -206,7 +206,7 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
     store = tmp_path / "store"
     variants = "".join(
         f'"r{r}" = ["relabeled.goal_radius = -{r}", "sparse_point_robot.goal_radius = -{r}", '
-        f"\"focal.dataset_tag = 'tiny{r}'\"]\n"
+        f"\"task_data.tag = 'tiny{r}'\"]\n"
         for r in ("0.3", "1.0")
     )
     study = tmp_path / "study.toml"
@@ -214,7 +214,7 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
         'name = "vs"\nrecipes = ["focal.gin", "focalpp_batchwise.gin"]\n'
         'envs = ["sparse_point_robot_relabeled"]\nseeds = [0]\nscale = "tiny"\n'
         'analyses = ["embedding_variance"]\n'
-        f"bindings = [\"focal.data_root = '{store}'\"]\n[variants]\n{variants}"
+        f"bindings = [\"task_data.root = '{store}'\"]\n[variants]\n{variants}"
     )
     out = tmp_path / "study"
     swept = cli("sweep", str(study), "--out", str(out))

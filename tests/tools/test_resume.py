@@ -32,11 +32,11 @@ STEPS = 150
 
 def flags(data_root: Path) -> list[str]:
     bindings = (
-        f"focal.data_root = '{data_root}'",
-        f"focal.steps = {STEPS}",
-        "focal.eval_every = 50",
-        "focal.log_every = 10",
-        "focal.checkpoint_every = 25",
+        f"task_data.root = '{data_root}'",
+        f"loop.steps = {STEPS}",
+        "loop.eval_every = 50",
+        "loop.log_every = 10",
+        "loop.checkpoint_every = 25",
     )
     return [
         "--recipe",
@@ -183,7 +183,7 @@ def tiny_run(data_root: Path, out: Path, *extra: str) -> Path:
     r = cli(
         "run",
         *("--recipe", "focal.gin", "--env", "sparse_point_robot", "--scale", "tiny"),
-        *("--gin_param", f"focal.data_root = '{data_root}'", *extra, "--out", str(out)),
+        *("--gin_param", f"task_data.root = '{data_root}'", *extra, "--out", str(out)),
     )
     assert r.returncode == 0, r.stderr
     (out / "eval.json").unlink()

@@ -160,7 +160,7 @@ def test_a_run_ends_with_the_analyses_its_recipe_asks_for(tiny_data, tmp_path):
     out = tmp_path / "run"
     r = cli(
         "run", "--recipe", "csro.gin", "--env", "point_robot_wind", "--scale", "tiny",
-        "--out", str(out), "--gin_param", f"focal.data_root = '{tiny_data}'",
+        "--out", str(out), "--gin_param", f"task_data.root = '{tiny_data}'",
         "--gin_param", "experiment.analyses = ['context_grid']",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

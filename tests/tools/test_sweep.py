@@ -30,11 +30,11 @@ seeds = {list(seeds)}
 scale = "tiny"
 retries = {retries}
 bindings = [
-    "focal.data_root = '{data_root}'",
-    "focal.steps = {steps}",
-    "focal.eval_every = 100",
-    "focal.log_every = 10",
-    "focal.checkpoint_every = 20",
+    "task_data.root = '{data_root}'",
+    "loop.steps = {steps}",
+    "loop.eval_every = 100",
+    "loop.log_every = 10",
+    "loop.checkpoint_every = 20",
 ]
 """
     )
@@ -164,7 +164,7 @@ def test_dataset_built_in_shards_before_the_runs(tmp_path):
     study.write_text(
         'name = "sharded"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\n'
         f'seeds = [0]\nscale = "tiny"\ndataset_shards = 2\n'
-        f"bindings = [\"focal.data_root = '{store}'\"]\n"
+        f"bindings = [\"task_data.root = '{store}'\"]\n"
     )
     r = cli("sweep", str(study), "--out", str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr
@@ -209,7 +209,7 @@ def test_variants_repeat_runs_with_their_bindings_and_label(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(
         'name = "v"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\nseeds = [0, 1]\n'
-        'bindings = ["focal.steps = 7"]\n'
+        'bindings = ["loop.steps = 7"]\n'
         '[variants]\n"r0.3" = ["relabeled.goal_radius = -0.3"]\nwide = ["brac.hidden = (8,)"]\n'
     )
     runs = load_study(path).runs()
@@ -219,7 +219,7 @@ def test_variants_repeat_runs_with_their_bindings_and_label(tmp_path):
         "focal-sparse_point_robot-wide-s0",
         "focal-sparse_point_robot-wide-s1",
     ]
-    assert runs[0].bindings == ("focal.steps = 7", "relabeled.goal_radius = -0.3")
+    assert runs[0].bindings == ("loop.steps = 7", "relabeled.goal_radius = -0.3")
     assert runs[0].run_args()[runs[0].run_args().index("--label") + 1] == "r0.3"
 
 
@@ -236,7 +236,7 @@ seeds = [0]
 scale = "tiny"
 plugins = ["{ROOT / "tests" / "data" / "step_count_analysis.py"}"]
 analyses = ["step_count"]
-bindings = ["focal.data_root = '{tiny_data}'"]
+bindings = ["task_data.root = '{tiny_data}'"]
 """
     )
     r = cli("sweep", str(study), "--out", str(tmp_path / "out"))

@@ -29,7 +29,7 @@ def first_step_losses(tiny_data, tmp_path, name, *bindings):
 
 def test_bf16_autocast_gives_the_fp32_losses_within_bf16_precision(tiny_data, tmp_path):
     plain = first_step_losses(tiny_data, tmp_path, "fp32")
-    fast = first_step_losses(tiny_data, tmp_path, "bf16", "focal.precision = 'bf16'")
+    fast = first_step_losses(tiny_data, tmp_path, "bf16", "loop.precision = 'bf16'")
     assert fast.keys() == plain.keys()
     for name, value in plain.items():
         # bf16 keeps 8 bits of mantissa: a few parts in a thousand per op, ~2% after a step
@@ -38,8 +38,8 @@ def test_bf16_autocast_gives_the_fp32_losses_within_bf16_precision(tiny_data, tm
 
 
 def test_unknown_precision_is_refused(tiny_data, tmp_path):
-    with pytest.raises(RecipeError, match=r"focal.precision = 'fp8'.*bf16"):
-        first_step_losses(tiny_data, tmp_path, "fp8", "focal.precision = 'fp8'")
+    with pytest.raises(RecipeError, match=r"loop.precision = 'fp8'.*bf16"):
+        first_step_losses(tiny_data, tmp_path, "fp8", "loop.precision = 'fp8'")
 
 
 @pytest.mark.skipif(
@@ -47,7 +47,7 @@ def test_unknown_precision_is_refused(tiny_data, tmp_path):
     reason="torch.compile's CPU back end needs a C++ compiler",
 )
 def test_compiled_network_matches_the_plain_one():
-    """What `focal.compile` does to each network: same outputs and gradients."""
+    """What `loop.compile` does to each network: same outputs and gradients."""
     torch.manual_seed(0)
     plain = MLP(in_features=7, out_features=3, hidden=(16, 16))
     compiled = MLP(in_features=7, out_features=3, hidden=(16, 16))

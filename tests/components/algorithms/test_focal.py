@@ -14,7 +14,7 @@ from components.reporting.checkpoint import load_checkpoint
 from registry import RecipeError
 from tests.conftest import DATA, cli, run_row
 
-TINY = ("focal.steps = 2", "focal.eval_every = 0")
+TINY = ("loop.steps = 2", "loop.eval_every = 0")
 
 
 def build_row(recipe, tiny_data, tmp_path, *bindings, env="sparse_point_robot"):
@@ -100,7 +100,7 @@ def test_encoder_that_cannot_read_the_context_is_refused_naming_both(tiny_data, 
 
 def test_distinct_tasks_beyond_the_training_set_are_refused(tiny_data, tmp_path):
     with pytest.raises(RecipeError, match="meta_batch"):
-        build_row("focalpp.gin", tiny_data, tmp_path, "focal.meta_batch = 500")
+        build_row("focalpp.gin", tiny_data, tmp_path, "sizes.meta_batch = 500")
 
 
 DIVERGING = DATA / "diverging_parts.py"  # parts that go NaN at a chosen step
@@ -108,11 +108,11 @@ DIVERGING = DATA / "diverging_parts.py"  # parts that go NaN at a chosen step
 
 def diverging_run(tiny_data, out, *bindings: str):
     """A tiny FOCAL run with the diverging parts' plugin, meta-tested every 2 steps."""
-    extra = ("focal.eval_every = 2", *bindings)
+    extra = ("loop.eval_every = 2", *bindings)
     return cli(
         "run",
         *("--recipe", "focal.gin", "--scale", "tiny", "--out", str(out)),
-        *("--plugin", str(DIVERGING), "--gin_param", f"focal.data_root = '{tiny_data}'"),
+        *("--plugin", str(DIVERGING), "--gin_param", f"task_data.root = '{tiny_data}'"),
         *(arg for binding in extra for arg in ("--gin_param", binding)),
     )
 
@@ -120,7 +120,7 @@ def diverging_run(tiny_data, out, *bindings: str):
 def test_nan_stops_the_run_naming_loss_and_step(tiny_data, tmp_path):
     out = tmp_path / "run"
     # the objective's loss is NaN from step 2 on, on any CPU
-    result = diverging_run(tiny_data, out, "focal.steps = 8", "focal.objective = @diverging_dml")
+    result = diverging_run(tiny_data, out, "loop.steps = 8", "focal.objective = @diverging_dml")
     assert result.returncode == 2, result.stderr
     assert "loss_dml became nan in steps 1-2" in result.stderr
     assert "appeared in the output of objective (@diverging_dml) at step 2" in result.stderr
@@ -168,10 +168,10 @@ def test_nan_in_a_meta_test_stops_the_run_by_name(tiny_data, tmp_path):
 def test_non_finite_weights_stop_the_run_though_every_loss_is_finite(tiny_data, tmp_path):
     """A network no loss reads (the divergence critic, idle with α = 0 on the point robots)
     holding a NaN: the losses cannot show it, the check of every part's tensors does."""
-    trainer = build_row("focal.gin", tiny_data, tmp_path, "focal.steps = 4", "focal.eval_every = 2")
+    trainer = build_row("focal.gin", tiny_data, tmp_path, "loop.steps = 4", "loop.eval_every = 2")
     with torch.no_grad():
         next(trainer.agent.divergence.parameters()).view(-1)[0] = float("inf")
-    trainer.steps = 6
+    trainer.loop.steps = 6
     with pytest.raises(TrainingDiverged) as stopped:
         trainer.run()
     said = str(stopped.value)
@@ -182,13 +182,13 @@ def test_non_finite_weights_stop_the_run_though_every_loss_is_finite(tiny_data, 
 
 
 def test_checkpoint_survives_a_later_divergence(tiny_data, tmp_path):
-    trainer = build_row("focal.gin", tiny_data, tmp_path, "focal.steps = 4", "focal.eval_every = 2")
+    trainer = build_row("focal.gin", tiny_data, tmp_path, "loop.steps = 4", "loop.eval_every = 2")
     saved = load_checkpoint(tmp_path / "run")
     assert saved["step"] == 4
     with torch.no_grad():  # poison the actor-critic: the next step's losses are NaN
         for p in trainer.agent.q.parameters():
             p.fill_(float("nan"))
-    trainer.steps = 6
+    trainer.loop.steps = 6
     with pytest.raises(Exception, match=r"loss_\w+ became nan in steps 5-6.*last good checkpoint"):
         trainer.run()
     # the critic's loss is the first the step computes from Q: the NaN is placed there
@@ -243,7 +243,7 @@ def test_learning_rates_decay_to_their_floor(decay, middle, tiny_data, tmp_path)
         "sparse_point_robot",
         tiny_data,
         tmp_path / "run",
-        bindings=(*TINY, f"focal.lr_decay = '{decay}'", "focal.lr_floor = 0.1"),
+        bindings=(*TINY, f"loop.lr_decay = '{decay}'", "loop.lr_floor = 0.1"),
         train=False,
     )
     base = [g["lr"] for opt in trainer.optimizers() for g in opt.param_groups]
@@ -260,4 +260,4 @@ def test_learning_rates_decay_to_their_floor(decay, middle, tiny_data, tmp_path)
 
 def test_an_unknown_learning_rate_decay_is_refused(tiny_data, tmp_path):
     with pytest.raises(RecipeError, match=r"lr_decay = 'step'.*'cosine', 'linear'"):
-        build_row("focal.gin", tiny_data, tmp_path, "focal.lr_decay = 'step'")
+        build_row("focal.gin", tiny_data, tmp_path, "loop.lr_decay = 'step'")

@@ -1,4 +1,4 @@
-"""`focal.precision = 'auto'`: the rule that picks bf16, its cache, and a trial that leaves the
+"""`loop.precision = 'auto'`: the rule that picks bf16, its cache, and a trial that leaves the
 run exactly as it was."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_a_size_is_timed_once_per_machine(tmp_path):
 def test_a_trial_leaves_the_run_exactly_as_it_was(tiny_data, tmp_path):
     """Timing both precisions from the trainer's state, then training, gives the first step
     of a trainer that was never timed, to the bit."""
-    bindings = ("focal.precision = 'fp32'",)
+    bindings = ("loop.precision = 'fp32'",)
     row = ("focalpp.gin", "sparse_point_robot", tiny_data)
     _, plain = run_row(*row, tmp_path / "a", train=False)
     _, timed = run_row(*row, tmp_path / "b", bindings=bindings, train=False)
@@ -77,8 +77,8 @@ def test_a_trial_leaves_the_run_exactly_as_it_was(tiny_data, tmp_path):
 def test_a_run_prints_and_records_its_precision(tiny_data, tmp_path):
     run_dir = tmp_path / "run"
     flags = f"--recipe focal.gin --scale tiny --out {run_dir}".split()
-    data = f"focal.data_root = '{tiny_data}'"
-    done = cli("run", *flags, "--gin_param", data, "--gin_param", "focal.precision = 'auto'")
+    data = f"task_data.root = '{tiny_data}'"
+    done = cli("run", *flags, "--gin_param", data, "--gin_param", "loop.precision = 'auto'")
     assert done.returncode == 0, done.stderr
     recorded = json.loads((run_dir / "run.json").read_text())["precision"]
     assert recorded["requested"] == "auto" and recorded["precision"] in ("fp32", "bf16")
@@ -107,7 +107,7 @@ def test_an_unknown_precision_names_the_choices(tiny_data, tmp_path, value):
             "sparse_point_robot",
             tiny_data,
             tmp_path / "r",
-            bindings=(f"focal.precision = '{value}'",),
+            bindings=(f"loop.precision = '{value}'",),
             train=False,
         )
 

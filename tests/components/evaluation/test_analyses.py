@@ -126,7 +126,7 @@ def tiny_run(tiny_data, tmp_path_factory):
         "scale": "tiny",
         "seed": 0,
         "device": "cpu",
-        "bindings": [f"focal.data_root = '{tiny_data}'"],
+        "bindings": [f"task_data.root = '{tiny_data}'"],
     }
     (run_dir / "run.json").write_text(json.dumps(record))
     return run_dir

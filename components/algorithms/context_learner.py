@@ -1,0 +1,207 @@
+"""What every context-based learner shares: it is handed the task data and the training loop,
+draws meta-batches of the configured sizes, builds and checks a context encoder, meta-tests it,
+and is driven by the loop (run, checkpoints, summary).
+
+A learner composes these; what it learns and how one step goes is its own (FOCAL in focal.py,
+MBML in mbml.py). It says which networks it has (`parts`), what a checkpoint holds
+(`parts_state`, `load_parts_state`, `load_weights`) and what one step is (`train_step`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from components.algorithms.loop import TrainingLoop
+from components.algorithms.sizes import Sizes
+from components.data.context import ContextLayout
+from components.data.tasks import TaskData
+from components.evaluation.meta_test import MetaTestResult
+from components.transitions import Transitions
+from registry import RecipeError, entry_of
+
+
+class ContextLearner:
+    """The shared half of a context-based learner (not a component: FOCAL and MBML are).
+
+    data: the offline task data; loop: the schedule that drives the learner; sizes: Z and what
+    one step draws; context_next_obs: a context transition holds s′ ((s, a, s′, r)), else
+    (s, a, r).
+    """
+
+    def __init__(self, data: TaskData, loop: TrainingLoop, sizes: Sizes, context_next_obs: bool):
+        self.data, self.loop, self.sizes = data, loop, sizes
+        self.run_context, self.device = data.run, loop.device
+        self.family, self.train = data.family, data.train
+        sizes.check(data)
+        self.layout = ContextLayout(
+            obs_dim=self.family.obs_dim,
+            act_dim=self.family.act_dim,
+            next_obs=context_next_obs,
+            sparse=data.sparse,
+        )
+
+    # --- what a step draws ------------------------------------------------------------------
+    def sample_context(self, tasks: torch.Tensor) -> Transitions:
+        """A context batch [T, E, ·] of each task (sparse rewards on sparse families)."""
+        b = self.sizes
+        return self.train.sample(
+            tasks, b.context_batch, replace=b.context_replace, sparse=self.layout.sparse
+        )
+
+    def sample_rl(self, tasks: torch.Tensor) -> Transitions:
+        """An RL batch [T, B, ·] of each task (dense rewards)."""
+        return self.train.sample(tasks, self.sizes.rl_batch)
+
+    # --- the encoder ------------------------------------------------------------------------
+    def check_encoder(self, encoder: torch.nn.Module, factory: Callable) -> None:
+        """Encode a small real context once: a recipe whose encoder cannot read this dataset's
+        context fails here, naming both, not somewhere inside training."""
+        probe = self.layout.tensor(
+            self.train.sample(
+                torch.arange(min(2, self.train.n_tasks)), 4, sparse=self.layout.sparse
+            )
+        )
+        try:
+            with torch.no_grad():
+                z = encoder(probe).mean
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise RecipeError(
+                f"encoder {_parts(encoder, factory)} cannot read this dataset's context: "
+                f"transitions of {self.layout.names} with sizes {self.layout.sizes} "
+                f"(width {sum(self.layout.sizes)}) from {self.data.dataset.path}: {e}"
+            ) from e
+        expected = (probe.shape[0], self.sizes.latent_dim)
+        if tuple(z.shape) != expected:
+            raise RecipeError(
+                f"encoder {name_of(factory)} returned task vectors of shape {tuple(z.shape)}; "
+                f"sizes.latent_dim = {self.sizes.latent_dim} expects {expected}"
+            )
+
+    # --- driven by the loop -----------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        """Gradient steps done (the loop's count)."""
+        return self.loop.step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self.loop.step = value
+
+    @property
+    def steps(self) -> int:
+        """The run's gradient steps (the loop's)."""
+        return self.loop.steps
+
+    def autocast(self):
+        """The training step's numeric precision (a no-op context for fp32)."""
+        return self.loop.autocast()
+
+    def set_learning_rates(self) -> None:
+        """Every optimiser's learning rate for the coming step under `loop.lr_decay`."""
+        self.loop.set_learning_rates(self.optimizers())
+
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        raise NotImplementedError
+
+    def parts_state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def evaluation_steps(self) -> set[int]:
+        """Steps after which the meta-test runs besides the last one."""
+        return self.loop.evaluation_steps()
+
+    def evaluate(self, data=None) -> MetaTestResult:
+        """The meta-test; `data`: another quality's data to draw test contexts from (the
+        distribution-shift analysis), default the data's `test_quality`."""
+        return self.loop.meta_test(
+            family=self.family,
+            data=self.data.test_data if data is None else data,
+            tasks=self.data.test_tasks,
+            layout=self.layout,
+            encoder=self.encoder,
+            act=self.agent.act,
+            device=self.device,
+            seed=self.run_context.seed,
+        )
+
+    def generators(self) -> dict[str, torch.Generator]:
+        """The random generators of its own that a checkpoint keeps."""
+        return {"sampler": self.data.generator}
+
+    def state(self) -> dict[str, Any]:
+        """A whole checkpoint as the loop writes it."""
+        return self.loop.checkpoint_state(self)
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Everything `state()` saved, to continue training exactly."""
+        self.loop.restore(self, state)
+
+    def size_key(self) -> str:
+        """The step's sizes: the batch sizes and every network's parameter shapes (the
+        precision cache measures each size once per machine)."""
+        state = self.parts_state()
+        shapes = [
+            f"{part}.{name}:{tuple(t.shape)}"
+            for part in ("encoder", "objective", "agent")
+            for name, t in (state.get(part) or {}).items()
+        ]
+        b = self.sizes
+        sizes = f"{type(self).__name__} T{b.meta_batch} E{b.context_batch} B{b.rl_batch}"
+        return f"{sizes} {hashlib.sha256(' '.join(shapes).encode()).hexdigest()[:16]}"
+
+    def run(self) -> dict[str, Any]:
+        """Train to the end (the loop); the final meta-test's headline numbers."""
+        result, seconds = self.loop.run(self)
+        summary = {
+            "test_return_mean": round(result.mean, 4),
+            "test_return_std": round(result.std, 4),
+        }
+        if result.paper_returns is not None:
+            summary["paper_return_mean"] = round(float(result.paper_returns.mean()), 4)
+        return {**summary, "train_seconds": round(seconds, 1), "headline": result.describe()}
+
+    def summary(self, result: MetaTestResult, seconds: float) -> str:
+        """summary.md: the run, its context, and the final meta-test task by task."""
+        ctx = self.run_context
+        lines = [
+            f"# {ctx.run_dir.name}",
+            "",
+            f"- env: {ctx.env} (dataset {self.data.dataset.path})",
+            f"- scale: {ctx.scale}, seed: {ctx.seed}, device: {self.device}",
+            f"- steps: {self.step}, training time: {seconds:.0f} s",
+            f"- context: {', '.join(self.layout.names)}"
+            f" ({'sparse' if self.layout.sparse else 'dense'} reward)",
+            "",
+            f"**{result.describe()}**",
+        ]
+        if result.ceiling:
+            best = ", ".join(f"{k} {v:.2f}" for k, v in result.ceiling.items())
+            lines.append(f"\nCeiling on these test tasks (a task-knowing oracle): {best}.")
+        columns = {"return": result.returns, "sparse return": result.sparse_returns}
+        if result.paper_returns is not None:
+            columns[f"paper-comparable ({result.paper_formula})"] = result.paper_returns
+        lines += ["", f"| test task | {' | '.join(columns)} |", "|---" * (len(columns) + 1) + "|"]
+        for i, task in enumerate(result.tasks):
+            cells = ["-" if v is None else f"{v[i]:.2f}" for v in columns.values()]
+            lines.append(f"| {task} | {' | '.join(cells)} |")
+        return "\n".join(lines) + "\n"
+
+
+def name_of(factory: Callable) -> str:
+    """A factory as a recipe names it: `@context_encoder`, else its Python name."""
+    entry = entry_of(factory)
+    return f"@{entry.name}" if entry else getattr(factory, "__name__", repr(factory))
+
+
+def _parts(encoder: torch.nn.Module, factory: Callable) -> str:
+    """The registered parts of a built encoder, e.g. `@context_encoder(@mlp_encoder)`."""
+    inner = []
+    for module in encoder.modules():
+        entry = entry_of(type(module))
+        if entry and module is not encoder and f"@{entry.name}" not in inner:
+            inner.append(f"@{entry.name}")
+    return f"{name_of(factory)}({', '.join(inner)})" if inner else name_of(factory)

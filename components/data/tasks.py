@@ -1,0 +1,116 @@
+"""The offline task data of a run: which dataset, which quality, and the samplers built on it.
+
+Every algorithm composes it (the experiment builds it from the `task_data.*` bindings and hands
+it over), and `tools/collect.py` reads the same bindings, so a run and the collection tool find
+the same dataset: `<root>/<family>/<protocol>-s<seed>[-<tag>][-shards<K>]`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gin
+import torch
+
+from components.data.build import ensure_dataset
+from components.data.sampler import TensorSampler
+from components.data.shards import load_merged
+from components.reporting.progress import progress_lines
+from components.runtime import resolve_device
+from registry import RunContext, get, register
+from registry.constraints import Count
+from registry.validation import check_arguments
+
+
+@register("task_data", "task_data")
+class TaskData:
+    """The offline meta-RL data of one run: its tasks, dataset, samplers and test data.
+
+    The family's tasks, the dataset, a sampler over the training tasks, and the test tasks
+    with the data their contexts are drawn from.
+
+    Args:
+        run: the run's environment column, scale, seed (the sampler's) and device.
+        family: the environment family (default: the run's env column).
+        protocol: how the dataset was collected (`checkpoints`, `replay`, `relabeled`).
+        quality: the quality trained on (`expert`, `medium`, `mixed`, ...).
+        test_quality: the quality the meta-test draws contexts from (default: `quality`).
+        seed: the dataset's seed (task split and behaviour data); fixed across run seeds.
+        root: dataset store root (default: $FOCALPP_DATA or the user cache).
+        tag: dataset variant whose collection settings differ from the default ones (scales
+            that change them set it, e.g. 'paper'): `<protocol>-s<seed>-<tag>`.
+        shards: K ≥ 2 to read the dataset built in K task shards
+            (`<protocol>-s<seed>-<tag>-shards<K>`, components/data/shards.py); 0: in one piece.
+
+    Built: `family` (the environment family), `dataset` (the store's dataset), `train` (a
+    `TensorSampler` over the training tasks, drawing with `generator`, seeded by the run's
+    seed), `test_tasks`, `test_data`, `train_vectors` (the training tasks' parameters [K, ·]).
+    """
+
+    def __init__(
+        self,
+        *,
+        run: RunContext,
+        family: str | None = None,
+        protocol: str = "checkpoints",
+        quality: str = "expert",
+        test_quality: str | None = None,
+        seed: int = 0,
+        root: str | None = None,
+        tag: str | None = None,
+        shards: Count = 0,
+    ):
+        check_arguments("task_data", TaskData.__init__, locals())
+        self.run = run
+        self.device = resolve_device(run.device)
+        self.family_name = family or run.env
+        self.family = get("env", self.family_name)(seed=seed)
+        where = {
+            "root": Path(root) if root else None,
+            "tag": tag,
+            "scale": run.scale,
+            "family": self.family,
+        }
+        if shards:  # built beforehand, shard by shard (a study with dataset_shards)
+            self.dataset = load_merged(self.family_name, protocol, seed, shards, **where)
+        else:
+            self.dataset = ensure_dataset(
+                self.family_name, protocol, seed, progress=_dataset_progress(), **where
+            )
+        self.generator = torch.Generator().manual_seed(run.seed)
+        self.train = TensorSampler(
+            self.dataset.quality(quality),
+            self.dataset.split_indices("train"),
+            device=self.device,
+            generator=self.generator,
+        )
+        self.test_tasks = self.dataset.split_indices("test")
+        self.quality, self.test_quality = quality, test_quality or quality
+        self.test_data = self.dataset.quality(self.test_quality)
+        tasks = self.family.all_tasks()
+        vectors = self.family.task_vectors([tasks[i] for i in self.train.task_ids])
+        self.train_vectors = torch.as_tensor(vectors, dtype=torch.float32, device=self.device)
+
+    @property
+    def sparse(self) -> bool:
+        """The family scores sparse rewards, and contexts show them (a goal radius is set)."""
+        return self.family.goal_radius is not None
+
+    def describe(self) -> str:
+        return f"{self.dataset.path} (quality {self.quality!r})"
+
+
+def bound(name: str, default: Any = None) -> Any:
+    """What the composed recipe files bind as `task_data.<name>`, else `default` (for tools that
+    find a run's dataset without building a run, as `tools/collect.py`)."""
+    try:
+        value = gin.query_parameter(f"task_data.{name}")
+    except (ValueError, KeyError):
+        return default
+    return default if value is None else value
+
+
+def _dataset_progress():
+    """A callback that prints the dataset build's progress now and then (a build is rare)."""
+    return progress_lines("building dataset: behaviour SAC", every=10.0)
