@@ -13,6 +13,7 @@ EXAMPLES = [
     ("components.objectives.matrix_moco", "MatrixMoCo"),
     ("components.encoders.context", "ContextEncoder"),
     ("components.rl.brac", "BRAC"),
+    ("components.evaluation.meta_test", "MetaTest"),
 ]
 
 

@@ -116,6 +116,28 @@ class MetaTest:
         context_transitions: context size of the last (scored) episode (DECISIONS §5: 400 for point
             robots, 600 for MuJoCo); a multiple of the horizon.
         curve: roll out every episode of the growing context, not only the last.
+
+    Example (a policy that stands still, on Sparse-Point-Robot's 20 test tasks; the data's
+    contents do not matter to it; the robot starts one unit from every goal: −1 per step):
+        >>> import numpy as np, torch
+        >>> from components.data.context import ContextLayout
+        >>> from components.data.store import QualityData
+        >>> from components.encoders.context import ContextEncoder
+        >>> from components.envs.point_robot import SparsePointRobot
+        >>> from components.transitions import Transitions
+        >>> family, layout = SparsePointRobot(seed=0), ContextLayout(2, 2, sparse=True)
+        >>> k, n = len(family.all_tasks()), 40
+        >>> f = dict(obs=2, action=2, next_obs=2, reward=(), sparse_reward=(), terminated=())
+        >>> t = Transitions(**{x: np.zeros((k, n, *np.atleast_1d(d)), np.float32)
+        ...                   for x, d in f.items()}, truncated=np.zeros((k, n), bool))
+        >>> meta_test = MetaTest(runs=1, context_transitions=40)
+        >>> result = meta_test(family=family, data=QualityData(t, np.full(k, n)),
+        ...     tasks=family.split_indices()[1], layout=layout,
+        ...     encoder=ContextEncoder(sizes=layout.sizes, latent_dim=3),
+        ...     act=lambda obs, z: torch.zeros(len(obs), 2), device=torch.device("cpu"), seed=0)
+        >>> len(result.tasks), float(result.returns.mean())
+        (20, -20.0)
+        >>> meta_test.close()
     """
 
     def __init__(
