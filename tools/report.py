@@ -63,6 +63,7 @@ from components.reporting.paper import (
     claimed_return_order,
     claimed_variance_order,
 )
+from components.reporting.report_figures import ceiling_of, comparable, report_figures
 from components.reporting.run_dir import atomic_write_text, make_dirs, removed_on_failure
 from components.reporting.run_record import read_run_record
 from components.reporting.successors import (
@@ -237,29 +238,11 @@ def seeds(group: list[dict]) -> str:
     return ",".join(str(s) for s in sorted(r["seed"] for r in group))
 
 
-def comparable(run: dict) -> float | None:
-    """The return the paper's Table 1 number for this run's column is compared with: the
-    paper-comparable sparse return on the point robots (eval.json's `paper_return_mean`), the
-    dense return where the paper reported dense returns (MuJoCo), the test return otherwise;
-    None for a sparse run recorded before paper-comparable returns existed."""
-    record = run["eval"]
-    if run["env"] in TABLE1_DENSE:
-        return record.get("dense_return_mean")
-    if "sparse_return_mean" not in record:
-        return record["test_return_mean"]
-    return record.get("paper_return_mean")
-
-
 def fraction(values: Sequence[float], best: float | None) -> str:
     """Mean as a percentage of the ceiling (returns ≥ 0 only; dense returns are negative)."""
     if best is None or best <= 0 or not values:
         return "-"
     return f"{100 * np.mean(values) / best:.0f}%"
-
-
-def ceiling_of(group: list[dict], formula: str) -> float | None:
-    found = [r["eval"].get("ceiling", {}).get(formula) for r in group]
-    return found[0] if found and None not in found and len(set(found)) == 1 else None
 
 
 def interval(values: Sequence[float | None], reps: int) -> str:
@@ -905,44 +888,6 @@ def variance_sparsity(grouped, out_dir: Path | None) -> tuple[Report | None, lis
     return (Report(title, columns, rows) if rows else None), pictures
 
 
-def learning_curves(grouped, out_dir: Path) -> list[Path]:
-    """PNGs per (env, scale): each recipe's meta-test return against steps, ± std; the
-    headline return, and the paper-comparable one where every run recorded it."""
-    return [
-        *_curves(grouped, out_dir, "test_return_mean", "test return", "curves"),
-        *_curves(grouped, out_dir, "paper_return_mean", "paper-comparable return", "curves-paper"),
-    ]
-
-
-def _curves(grouped, out_dir: Path, key: str, ylabel: str, stem: str) -> list[Path]:
-    by_env: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(dict)
-    for (env, scale, recipe), group in grouped.items():
-        by_env[(env, scale)][recipe] = group
-    written = []
-    for (env, scale), recipes in by_env.items():
-        x, mean, std = {}, {}, {}
-        for recipe, group in recipes.items():
-            curves = [{r["step"]: r[key] for r in run["metrics"] if key in r} for run in group]
-            steps = sorted(set.intersection(*(set(c) for c in curves)))
-            if len(steps) < 2:
-                continue
-            values = np.array([[c[s] for s in steps] for c in curves])
-            x[recipe], mean[recipe], std[recipe] = np.array(steps), values.mean(0), values.std(0)
-        if mean:
-            written.append(
-                figures.curves(
-                    x,
-                    mean,
-                    std,
-                    title=f"{env} ({scale}): {ylabel} ± std over seeds",
-                    xlabel="gradient steps",
-                    ylabel=ylabel,
-                    path=out_dir / f"{stem}-{env}-{scale}.png",
-                )
-            )
-    return written
-
-
 def markdown(report: Report) -> str:
     lines = [f"### {report.title}", "", "| " + " | ".join(report.columns) + " |"]
     lines.append("|" + "---|" * len(report.columns))
@@ -997,7 +942,7 @@ def write_reports(args: argparse.Namespace, grouped, unfinished: list[str]) -> i
     for note in unfinished:
         out.print(escape(note))
     if args.out:
-        pictures = learning_curves(grouped, args.out) + sparsity_figures
+        pictures = report_figures(grouped, args.out, args.reps) + sparsity_figures
         text = "\n".join(markdown(r) for r in reports)
         text += "".join(f"\n![{p.stem}]({p.name})\n" for p in pictures)
         atomic_write_text(args.out / "report.md", text)

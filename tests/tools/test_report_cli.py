@@ -194,10 +194,12 @@ def test_report_tables_from_analyses_and_figures(tiny_runs, tmp_path):
     assert row[6] == f"{np.mean(drops):.2f} ± {np.std(drops):.2f}"
     assert row[8] == f"{np.mean(dense):.2f} ± {np.std(dense):.2f}"
     report = (tmp_path / "report" / "report.md").read_text()
-    assert "Table 1" in report and "curves-sparse_point_robot-tiny.png" in report
-    assert "curves-paper-sparse_point_robot-tiny.png" in report
-    image = matplotlib.image.imread(tmp_path / "report" / "curves-sparse_point_robot-tiny.png")
-    assert image.shape[:2] == (480, 640) and image.std() > 0
+    assert "Table 1" in report
+    for figure in ("iqm", "orders", "curves"):  # one question each (report_figures.py)
+        name = f"{figure}-sparse_point_robot-tiny.png"
+        assert name in report
+        image = matplotlib.image.imread(tmp_path / "report" / name)
+        assert min(image.shape[:2]) > 100 and image.std() > 0
 
 
 def test_variance_sparsity_study_end_to_end(tmp_path):
