@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import DATA, cli
 
 
@@ -84,3 +86,27 @@ def test_check_accepts_a_per_transition_head_and_names_what_a_run_would_trip_on(
     assert "ok context_encoder cli_headed_encoder: honours its contract" in r.stdout
     assert "broken transition_encoder cli_standardised" in r.stderr
     assert "on a context whose rewards are all zero" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_runs_arguments_are_printed_grouped_each_with_what_it_is():
+    """`--run` prints the four configurables a run reads, every argument documented."""
+    r = cli("catalog", "--run", "mbml")
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    groups = [("task_data", "task_data"), ("loop", "loop"), ("sizes", "sizes"), ("algorithm", "mbml")]
+    starts = [text.index(f"{kind} {name}:") for kind, name in groups]
+    assert starts == sorted(starts)
+    assert "loop.meta_test" in text and "sizes.latent_dim" in text and "mbml.teacher_steps" in text
+    assert "(handed by the experiment)" in text
+
+
+@pytest.mark.parametrize("name", ["task_data", "loop", "sizes", "focal", "mbml"])
+def test_every_argument_of_a_runs_configurables_is_documented(name):
+    import components
+    from registry import entries
+    from registry.catalog import describe
+
+    components.load_builtin()
+    (entry,) = [e for e in entries() if e.name == name]
+    undocumented = [a.name for a in describe(entry).arguments if not a.doc]
+    assert undocumented == [], f"{name}'s docstring says nothing of {undocumented}"
