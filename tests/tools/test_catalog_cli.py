@@ -93,7 +93,12 @@ def test_a_runs_arguments_are_printed_grouped_each_with_what_it_is():
     r = cli("catalog", "--run", "mbml")
     assert r.returncode == 0, r.stderr
     text = " ".join(r.stdout.split())
-    groups = [("task_data", "task_data"), ("loop", "loop"), ("sizes", "sizes"), ("algorithm", "mbml")]
+    groups = [
+        ("task_data", "task_data"),
+        ("loop", "loop"),
+        ("sizes", "sizes"),
+        ("algorithm", "mbml"),
+    ]
     starts = [text.index(f"{kind} {name}:") for kind, name in groups]
     assert starts == sorted(starts)
     assert "loop.meta_test" in text and "sizes.latent_dim" in text and "mbml.teacher_steps" in text
