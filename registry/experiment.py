@@ -34,7 +34,8 @@ class Experiment:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What an algorithm is told about its run (its constructor's `run` argument)."""
+    """What a run is told about itself: the task data and the loop are built with it (`run=`),
+    and an algorithm that names a `run` argument is handed it too."""
 
     env: str
     scale: str

@@ -1,8 +1,10 @@
 """The training loop every algorithm composes: the schedule, learning-rate decay, precision,
 meta-tests, metrics, finiteness checks, checkpoints and exact resume, polite stopping.
 
-An algorithm (a `Learner`) says what one step is, what a meta-test is and what its state is; the
-loop does the rest, the same for every algorithm:
+The experiment builds the loop from the `loop.*` bindings (the schedule: steps, meta-test cadence
+and the meta-test itself, logging, checkpoints, learning-rate decay, precision, compile) and
+hands it to the algorithm. The algorithm (a `Learner`) says what one step is, what a meta-test
+is and what its state is; the loop does the rest, the same for every algorithm:
 
     while step < steps:
         learning rates for this step → learner.train_step() → step += 1
