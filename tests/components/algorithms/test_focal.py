@@ -72,6 +72,21 @@ def test_same_seed_same_run(tiny_data, tmp_path):
     assert metrics("c", 1) != first
 
 
+def test_meta_tests_do_not_change_training(tiny_data, tmp_path):
+    """A meta-test draws from its own generator, in eval mode: asking for more of them (for a
+    curve) leaves the training records as they were."""
+
+    def train_records(name, every):
+        bindings = (f"loop.eval_every = {every}",)
+        run_row("focalpp.gin", "sparse_point_robot", tiny_data, tmp_path / name, bindings=bindings)
+        lines = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        return [line for line in lines if '"train"' in line], len(lines)
+
+    (often, n_often), (never, n_never) = train_records("often", 1), train_records("never", 0)
+    assert n_often > n_never  # more meta-tests were recorded ...
+    assert often == never  # ... and training went the same
+
+
 def test_moco_without_a_key_encoder_is_refused_naming_both(tiny_data, tmp_path):
     with pytest.raises(RecipeError, match=r"@matrix_moco.*focal\.key_momentum"):
         build_row("focalpp.gin", tiny_data, tmp_path, "focal.key_momentum = None")
