@@ -63,7 +63,12 @@ from components.reporting.paper import (
     claimed_return_order,
     claimed_variance_order,
 )
-from components.reporting.report_figures import ceiling_of, comparable, report_figures
+from components.reporting.report_figures import (
+    ceiling_of,
+    comparable,
+    last_meta_tests,
+    report_figures,
+)
 from components.reporting.run_dir import atomic_write_text, make_dirs, removed_on_failure
 from components.reporting.run_record import read_run_record
 from components.reporting.successors import (
@@ -260,6 +265,7 @@ def returns_table(grouped, reps: int = REPS) -> Report:
         dense = [r["eval"].get("dense_return_mean") for r in group]
         sparse = [r["eval"].get("sparse_return_mean") for r in group]
         ours = [comparable(r) for r in group]
+        last = [last_meta_tests(r) for r in group]
         paper = TABLE1.get((env, recipe_stem(group[0])))
         paper_cell = "-" if paper is None else f"{paper[0]:.2f} ± {paper[1]:.2f}"
         if paper and env in TABLE1_DENSE:
@@ -274,6 +280,7 @@ def returns_table(grouped, reps: int = REPS) -> Report:
                 spread(ours) if None not in ours else "-",
                 interval(ours, reps),
                 paper_cell,
+                spread(last) if None not in last else "-",
                 fraction(ours, ceiling_of(group, formula)) if None not in ours else "-",
                 spread(sparse) if None not in sparse else "-",
                 fraction(sparse, ceiling_of(group, "sparse")) if None not in sparse else "-",
@@ -290,6 +297,7 @@ def returns_table(grouped, reps: int = REPS) -> Report:
         "paper-comparable",
         "IQM [95% CI]",
         "paper",
+        "last 3 meta-tests",
         "of ceiling",
         "sparse (appendix)",
         "of ceiling",
@@ -301,7 +309,9 @@ def returns_table(grouped, reps: int = REPS) -> Report:
         "Table 1: final test return, mean ± std over seeds and interquartile mean with its 95% "
         "stratified-bootstrap interval (rliable), beside the paper's (its full scale). "
         "Paper-comparable: the point robots' sparse return as the paper scored it (1 − d inside "
-        "the goal radius), the dense return where the paper gives dense returns; sparse "
+        "the goal radius), the dense return where the paper gives dense returns; last 3 "
+        "meta-tests: each run's mean of its last three (a reading less exposed to the swing "
+        "between meta-tests), mean ± std over seeds; sparse "
         "(appendix): (r − g)/|g| above g; std over tasks: of the appendix return",
         columns,
         rows,
@@ -901,9 +911,8 @@ def execute(args: argparse.Namespace) -> int:
         raise FocalppError(f"no finished runs (run.json + eval.json) under {args.paths}")
     grouped = groups(runs)
     check_distinct_seeds(grouped)
-    if args.out:
-        for run in runs:  # the learning curves' logs: a damaged one fails before any output
-            run["metrics"] = read_metrics(run["dir"])
+    for run in runs:  # the meta-tests' logs (curves, last meta-tests): damaged fails first
+        run["metrics"] = read_metrics(run["dir"])
     created = make_dirs(args.out, "report directory") if args.out else None
     with removed_on_failure(created):
         return write_reports(args, grouped, unfinished)

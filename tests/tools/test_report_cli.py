@@ -81,6 +81,14 @@ def test_report_averages_seeds_of_real_runs(tiny_runs, tmp_path):
     assert round(min(paper), 2) <= low <= np.mean(paper) + 0.005
     assert np.mean(paper) - 0.005 <= high <= round(max(paper), 2)
     assert "] | 11.84 ± 1.05 | " in row
+    # then each run's mean of its last three meta-tests (a tiny run has two), over seeds
+    last = []
+    for run in sorted(tiny_runs.glob("focal-s*")):
+        logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        evals_logged = [r["paper_return_mean"] for r in logged if r["kind"] == "eval"]
+        assert len(evals_logged) == 2
+        last.append(np.mean(evals_logged[-3:]))
+    assert f"] | 11.84 ± 1.05 | {np.mean(last):.2f} ± {np.std(last):.2f} | " in row
     assert f"| {np.mean(means):.2f} ± {np.std(means):.2f} |" in row
     assert f"| {np.mean(dense):.2f} ± {np.std(dense):.2f} |" in row
     # each test split's ceiling: an oracle's return on the 20 test tasks of data seed 0
