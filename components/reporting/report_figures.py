@@ -271,7 +271,12 @@ def curves_figure(env, scale, recipes, out_dir: Path, reps: int) -> Path | None:
     columns = min(3, len(names))
     rows = -(-len(names) // columns)
     fig, axes = plt.subplots(
-        rows, columns, figsize=(4.2 * columns, 3.2 * rows), sharex=True, sharey=True, squeeze=False
+        rows,
+        columns,
+        figsize=(max(6.4, 4.2 * columns), 3.6 * rows),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
     )
     for ax, name in zip(axes.flat, names, strict=False):
         if reference_curve is not None and "focal" not in panels[name]:
