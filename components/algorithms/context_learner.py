@@ -10,6 +10,7 @@ MBML in mbml.py). It says which networks it has (`parts`), what a checkpoint hol
 from __future__ import annotations
 
 import hashlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ from components.transitions import Transitions
 from registry import RecipeError, entry_of
 
 
-class ContextLearner:
+class ContextLearner(ABC):
     """The shared half of a context-based learner (not a component: FOCAL and MBML are).
 
     data: the offline task data; loop: the schedule that drives the learner; sizes: Z and what
@@ -104,11 +105,13 @@ class ContextLearner:
         """Every optimiser's learning rate for the coming step under `loop.lr_decay`."""
         self.loop.set_learning_rates(self.optimizers())
 
+    @abstractmethod
     def optimizers(self) -> list[torch.optim.Optimizer]:
-        raise NotImplementedError
+        """Every optimiser of the learner (the loop sets their learning rates)."""
 
+    @abstractmethod
     def parts_state(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The networks and optimisers a checkpoint holds."""
 
     def evaluation_steps(self) -> set[int]:
         """Steps after which the meta-test runs besides the last one."""

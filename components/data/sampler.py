@@ -7,7 +7,7 @@ over tasks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -55,16 +55,21 @@ class TensorSampler:
 
     def sample_tasks(self, count: int, *, replace: bool = False) -> torch.Tensor:
         """`count` positions into this sampler's task pool, [T]."""
+        return self.draw_tasks(count, replace, self.generator)
+
+    def draw_tasks(
+        self, count: int, replace: bool, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        """`count` positions into the task pool drawn with `generator`, [T] (a sampler of
+        several seeds calls it once per seed's generator)."""
         if not replace and count > self.n_tasks:
             raise DatasetError(
                 f"cannot draw {count} distinct tasks from {self.n_tasks}; lower the meta-batch "
                 "size or sample tasks with replacement"
             )
         if replace:
-            return torch.randint(0, self.n_tasks, (count,), generator=self.generator).to(
-                self.device
-            )
-        return torch.randperm(self.n_tasks, generator=self.generator)[:count].to(self.device)
+            return torch.randint(0, self.n_tasks, (count,), generator=generator).to(self.device)
+        return torch.randperm(self.n_tasks, generator=generator)[:count].to(self.device)
 
     def sample(
         self, tasks: torch.Tensor, batch_size: int, *, replace: bool = True, sparse: bool = False
@@ -78,10 +83,28 @@ class TensorSampler:
             sparse: put the sparse reward in the `reward` field (context batches of sparse
                 families); `sparse_reward` is returned either way.
         """
-        length = self.length[tasks]  # [T]
+
+        def uniform(n: int) -> torch.Tensor:  # [T, n] from this sampler's generator
+            return torch.rand(len(tasks), n, generator=self.generator)
+
+        return self.gather(tasks, batch_size, replace=replace, sparse=sparse, uniform=uniform)
+
+    def gather(
+        self,
+        tasks: torch.Tensor,
+        batch_size: int,
+        *,
+        replace: bool,
+        sparse: bool,
+        uniform: Callable[[int], torch.Tensor],
+    ) -> Transitions:
+        """`sample` for task positions `tasks` of any leading shape [..., T], with the uniform
+        draws [..., T, n] that `uniform(n)` returns (one generator, or one per seed); every
+        field [..., T, B, ...], gathered in one indexing op."""
+        length = self.length[tasks]  # [..., T]
         if replace:
-            u = torch.rand(len(tasks), batch_size, generator=self.generator).to(self.device)
-            idx = (u * length[:, None]).long()  # [T, B], uniform over each task's real data
+            u = uniform(batch_size).to(self.device)
+            idx = (u * length[..., None]).long()  # [..., T, B], uniform over each task's data
         else:
             if batch_size > int(length.min()):
                 raise DatasetError(
@@ -89,8 +112,8 @@ class TensorSampler:
                     f"{int(length.min())}; lower the batch size or sample with replacement"
                 )
             n_max = self.data.obs.shape[1]
-            keys = torch.rand(len(tasks), n_max, generator=self.generator).to(self.device)
-            keys[torch.arange(n_max, device=self.device)[None, :] >= length[:, None]] = 2.0
-            idx = keys.argsort(dim=1)[:, :batch_size]  # padding sorts last
-        batch = self.packing.unpack(self.packed[tasks[:, None], idx], contiguous=True)
+            keys = uniform(n_max).to(self.device)
+            keys[torch.arange(n_max, device=self.device) >= length[..., None]] = 2.0
+            idx = keys.argsort(dim=-1)[..., :batch_size]  # padding sorts last
+        batch = self.packing.unpack(self.packed[tasks[..., None], idx], contiguous=True)
         return batch.with_reward(batch.sparse_reward) if sparse else batch

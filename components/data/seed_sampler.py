@@ -13,7 +13,6 @@ from collections.abc import Sequence
 import torch
 
 from components.data.sampler import TensorSampler
-from components.data.store import DatasetError
 from components.transitions import Transitions
 
 
@@ -38,39 +37,18 @@ class SeedSampler:
     def sample_tasks(self, count: int, *, replace: bool = False) -> torch.Tensor:
         """`count` positions into the task pool per seed, [K, T] (`TensorSampler.sample_tasks`
         with each seed's generator)."""
-        n, device = self.sampler.n_tasks, self.sampler.device
-        if not replace and count > n:
-            raise DatasetError(
-                f"cannot draw {count} distinct tasks from {n}; lower the meta-batch size or "
-                "sample tasks with replacement"
-            )
-        if replace:
-            draws = [torch.randint(0, n, (count,), generator=g) for g in self.generators]
-        else:
-            draws = [torch.randperm(n, generator=g)[:count] for g in self.generators]
-        return torch.stack(draws).to(device)
+        return torch.stack([self.sampler.draw_tasks(count, replace, g) for g in self.generators])
 
     def sample(
         self, tasks: torch.Tensor, batch_size: int, *, replace: bool = True, sparse: bool = False
     ) -> Transitions:
         """B transitions for each seed's task positions `tasks` [K, T]: every field
         [K, T, B, ...] (`TensorSampler.sample`, seed by seed, gathered at once)."""
-        s = self.sampler
-        length = s.length[tasks]  # [K, T]
         t = tasks.shape[1]
-        if replace:
-            u = torch.stack([torch.rand(t, batch_size, generator=g) for g in self.generators])
-            idx = (u.to(s.device) * length[..., None]).long()  # [K, T, B]
-        else:
-            if batch_size > int(length.min()):
-                raise DatasetError(
-                    f"cannot draw {batch_size} distinct transitions from a task with "
-                    f"{int(length.min())}; lower the batch size or sample with replacement"
-                )
-            n_max = s.data.obs.shape[1]
-            keys = torch.stack([torch.rand(t, n_max, generator=g) for g in self.generators])
-            keys = keys.to(s.device)
-            keys[torch.arange(n_max, device=s.device) >= length[..., None]] = 2.0
-            idx = keys.argsort(dim=-1)[..., :batch_size]  # padding sorts last
-        batch = s.packing.unpack(s.packed[tasks[..., None], idx], contiguous=True)
-        return batch.with_reward(batch.sparse_reward) if sparse else batch
+
+        def uniform(n: int) -> torch.Tensor:  # [K, T, n]: each seed's draw from its generator
+            return torch.stack([torch.rand(t, n, generator=g) for g in self.generators])
+
+        return self.sampler.gather(
+            tasks, batch_size, replace=replace, sparse=sparse, uniform=uniform
+        )
