@@ -57,6 +57,7 @@ PositiveFloat = Annotated[float, Range(low=0, low_open=True)]
 NonNegativeFloat = Annotated[float, Range(low=0)]
 Fraction = Annotated[float, Range(low=0, high=1)]
 Widths = tuple[PositiveInt, ...]  # hidden-layer sizes
+PositiveFloats = tuple[PositiveFloat, ...]
 # Every generator a run or a dataset build seeds takes this: NumPy's legacy global generator
 # (np.random.seed) takes 32-bit seeds only, and one seed feeds every generator of a run.
 SEED_RANGE = Range(low=0, high=2**32 - 1)

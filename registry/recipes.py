@@ -161,12 +161,16 @@ def parse_columns(env: str, scale: str, recipes_dir: Path) -> list[str]:
     """Parse envs/<env>.gin, scales/<scale>.gin and, if present, scales/<scale>/<env>.gin.
 
     The last holds what a scale means for one environment (e.g. paper-scale step counts of a
-    MuJoCo family). Call inside `_search_paths`; returns the files parsed.
+    MuJoCo family). A family of a group (`ml1_push`: group `ml1`) without a file of its own
+    reads the group's (`envs/groups/ml1.gin`, `scales/<scale>/ml1.gin`). Call inside
+    `_search_paths`; returns the files parsed.
     """
     paths = [column_file("envs", env, recipes_dir), column_file("scales", scale, recipes_dir)]
-    specific = recipes_dir / "scales" / scale / f"{env}.gin"
-    if specific.is_file():
-        paths.append(specific)
+    for name in (env, env_group(env)):
+        specific = recipes_dir / "scales" / scale / f"{name}.gin"
+        if specific.is_file():
+            paths.append(specific)
+            break
     for path in paths:
         parse_file(path)
     return [str(p) for p in paths]
@@ -227,10 +231,18 @@ def columns(column: str, recipes_dir: Path | None = None) -> list[str]:
     return sorted(p.stem for p in (Path(recipes_dir or RECIPES_DIR) / column).glob("*.gin"))
 
 
+def env_group(env: str) -> str:
+    """The group an environment name belongs to: its first word (`ml1_push` -> `ml1`)."""
+    return env.split("_", 1)[0]
+
+
 def column_file(column: str, value: str, recipes_dir: Path) -> Path:
     path = recipes_dir / column / f"{value}.gin"
     if path.is_file():
         return path
+    group = recipes_dir / column / "groups" / f"{env_group(value)}.gin"
+    if column == "envs" and value != env_group(value) and group.is_file():
+        return group
     flag = {"envs": "--env", "scales": "--scale"}[column]
     available = columns(column, recipes_dir)
     close = difflib.get_close_matches(value, available, n=3, cutoff=0.5)

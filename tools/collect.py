@@ -137,7 +137,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.merge is not None:
         dataset = merge_shards(family, protocol, seed, args.merge, **place)
     else:
-        with _progress(f"behaviour SAC, {family} tasks") as progress:
+        with _progress(f"collecting {family}") as progress:
             if args.shard:
                 index, count = _shard(args.shard)
                 path = build_shard(family, protocol, seed, index, count, **place, progress=progress)

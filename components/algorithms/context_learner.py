@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from components.algorithms.loop import TrainingLoop
@@ -129,6 +130,7 @@ class ContextLearner(ABC):
             act=self.agent.act,
             device=self.device,
             seed=self.run_context.seed,
+            **self.data.score_references(),
         )
 
     def generators(self) -> dict[str, torch.Generator]:
@@ -165,6 +167,10 @@ class ContextLearner(ABC):
         }
         if result.paper_returns is not None:
             summary["paper_return_mean"] = round(float(result.paper_returns.mean()), 4)
+        if result.normalised_scores is not None:
+            summary["normalised_score"] = round(float(np.nanmean(result.normalised_scores)), 4)
+        if result.success is not None:
+            summary["success_rate"] = round(float(result.success.mean()), 4)
         return {**summary, "train_seconds": round(seconds, 1), "headline": result.describe()}
 
     def summary(self, result: MetaTestResult, seconds: float) -> str:
@@ -187,6 +193,11 @@ class ContextLearner(ABC):
         columns = {"return": result.returns, "sparse return": result.sparse_returns}
         if result.paper_returns is not None:
             columns[f"paper-comparable ({result.paper_formula})"] = result.paper_returns
+        if result.normalised_scores is not None:
+            columns["dataset return"] = result.dataset_returns
+            columns["normalised score"] = result.normalised_scores
+        if result.success is not None:
+            columns["success rate"] = result.success
         lines += ["", f"| test task | {' | '.join(columns)} |", "|---" * (len(columns) + 1) + "|"]
         for i, task in enumerate(result.tasks):
             cells = ["-" if v is None else f"{v[i]:.2f}" for v in columns.values()]

@@ -162,6 +162,7 @@ def dataset_header(family_name, family, protocol, seed, collected, tag, scale, r
         "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "(python api)",
         "tag": tag,
         "rebuild": rebuild_command(family_name, protocol, seed, root, tag, scale),
+        **({"simulators": family.simulator_versions()} if family.simulator_versions() else {}),
     }
 
 
@@ -213,6 +214,14 @@ def check_manifest(dataset: Dataset, family_name: str, family: EnvFamily) -> Non
             f"between train and test): a run would train on test tasks or test on training "
             f"ones; {rebuild}"
         )
+    for simulator, version in family.simulator_versions().items():
+        built_with = m.get("simulators", {}).get(simulator)
+        if built_with != version:
+            raise DatasetError(
+                f"{where}: built with {simulator} {built_with}, but {simulator} {version} is "
+                f"installed: its simulation and tasks may differ. Install {simulator}=="
+                f"{built_with} to use this dataset, or {rebuild}"
+            )
     stored = m.get("goal_radius")
     if not _same(stored, family.goal_radius):
         raise DatasetError(

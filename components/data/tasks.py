@@ -14,6 +14,7 @@ import gin
 import torch
 
 from components.data.build import ensure_dataset
+from components.data.returns import dataset_returns
 from components.data.sampler import TensorSampler
 from components.data.shards import load_merged
 from components.reporting.progress import progress_lines
@@ -97,6 +98,15 @@ class TaskData:
         """The family scores sparse rewards, and contexts show them (a goal radius is set)."""
         return self.family.goal_radius is not None
 
+    def score_references(self) -> dict[str, Any]:
+        """What the meta-test needs besides returns to score this family: on families scored
+        by normalised score (Meta-World), `dataset_returns` — each test task's mean episode
+        return in the data of the quality trained on."""
+        if not self.family.normalised_score:
+            return {}
+        trained_on = self.dataset.quality(self.quality)
+        return {"dataset_returns": dataset_returns(trained_on, self.test_tasks)}
+
     def describe(self) -> str:
         return f"{self.dataset.path} (quality {self.quality!r})"
 
@@ -113,4 +123,4 @@ def bound(name: str, default: Any = None) -> Any:
 
 def _dataset_progress():
     """A callback that prints the dataset build's progress now and then (a build is rare)."""
-    return progress_lines("building dataset: behaviour SAC", every=10.0)
+    return progress_lines("building dataset", every=10.0)

@@ -32,7 +32,8 @@ class BatchStep:
     """One step of N environments: obs [N, F], the others [N].
 
     `alive` marks real transitions (the task's episode had not ended before this step);
-    `terminated` / `truncated` say whether the episode has ended, by termination or time limit.
+    `terminated` / `truncated` say whether the episode has ended, by termination or time limit;
+    `success`: the environment's success flag, on families that have one (Meta-World), else None.
     """
 
     obs: np.ndarray
@@ -41,6 +42,7 @@ class BatchStep:
     terminated: np.ndarray
     truncated: np.ndarray
     alive: np.ndarray
+    success: np.ndarray | None = None
 
 
 class VectorBatchedEnv:
@@ -71,6 +73,7 @@ class VectorBatchedEnv:
         self.env = vector_cls(fns, autoreset_mode=AutoresetMode.SAME_STEP)
         self.num_tasks = len(self.tasks)
         self.horizon = family.horizon
+        self.has_success = family.has_success
         self._ended = np.zeros(self.num_tasks, dtype=bool)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
@@ -88,14 +91,22 @@ class VectorBatchedEnv:
         self.current = np.array(obs, copy=True)
         obs, reward = np.array(obs, copy=True), np.array(reward, dtype=np.float64)
         sparse = np.array(info.get("sparse_reward", np.zeros(self.num_tasks)), dtype=np.float64)
+        success = None
+        if self.has_success:  # absent where every sub-env restarted at this step
+            success = np.array(info.get("success", np.zeros(self.num_tasks)), dtype=bool)
         for i in np.flatnonzero(terminated | truncated):  # restarted: take the final step's data
             obs[i] = info["final_obs"][i]
             sparse[i] = info["final_info"]["sparse_reward"][i]
+            if success is not None:
+                success[i] = info["final_info"]["success"][i]
         if self.autoreset:
-            return BatchStep(obs, reward, sparse, terminated, truncated, np.ones_like(terminated))
+            alive = np.ones_like(terminated)
+            return BatchStep(obs, reward, sparse, terminated, truncated, alive, success)
         alive = ~self._ended
         obs[~alive] = self._final[~alive]
         reward[~alive] = sparse[~alive] = 0.0
+        if success is not None:
+            success[~alive] = False
         terminated = np.where(alive, terminated, self._final_flags[0])
         truncated = np.where(alive, truncated, self._final_flags[1])
         newly = alive & (terminated | truncated)
@@ -106,7 +117,7 @@ class VectorBatchedEnv:
         )
         self._ended |= newly
         self.current = obs
-        return BatchStep(obs, reward, sparse, terminated, truncated, alive)
+        return BatchStep(obs, reward, sparse, terminated, truncated, alive, success)
 
     def close(self) -> None:
         self.env.close()

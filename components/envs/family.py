@@ -71,6 +71,10 @@ class EnvFamily(ABC):
     # How the paper's own numbers for this family were scored (components.envs.sparse): the
     # appendix formula unless the reference environment is known to have paid otherwise.
     paper_formula: ClassVar[str] = "appendix"
+    # Meta-World: a success flag per step (scored beside the return), and a score normalised
+    # by the dataset's own returns (the field's ML1 metric)
+    has_success: ClassVar[bool] = False
+    normalised_score: ClassVar[bool] = False
 
     def __init__(
         self, *, seed: int = 0, goal_radius: float | Literal["default"] | None = "default"
@@ -191,6 +195,11 @@ class EnvFamily(ABC):
         import gymnasium
 
         return gymnasium.make(self.gym_id, task=task, **self.gym_kwargs(), **kwargs)
+
+    def simulator_versions(self) -> dict[str, str | None]:
+        """Versions of simulators outside focalpp that a dataset of this family depends on
+        (recorded in its manifest and checked on reading; none for the built-in families)."""
+        return {}
 
     def gym_kwargs(self) -> dict[str, Any]:
         """What a gymnasium environment of this family needs to rebuild this family."""

@@ -28,11 +28,13 @@ Policy = Callable[[np.ndarray], np.ndarray]  # observations [N, F] -> actions [N
 @dataclass(frozen=True)
 class Returns:
     """Per-task returns of one episode under each formula, [N] each; `sparse` and `paper` are
-    None on a dense family."""
+    None on a dense family. `success`: whether the episode succeeded at some step, on families
+    with a success flag (Meta-World), else None."""
 
     dense: np.ndarray
     sparse: np.ndarray | None
     paper: np.ndarray | None
+    success: np.ndarray | None = None
 
     def means(self) -> dict[str, float]:
         """Mean over tasks per formula (only the formulas the family has)."""
@@ -41,6 +43,8 @@ class Returns:
             out["sparse"] = float(self.sparse.mean())
         if self.paper is not None:
             out["paper"] = float(self.paper.mean())
+        if self.success is not None:
+            out["success"] = float(self.success.mean())
         return out
 
 
@@ -57,21 +61,25 @@ def rollout(
     dense = np.zeros(len(obs))
     sparse = np.zeros(len(obs))
     paper = np.zeros(len(obs))
+    succeeded = np.zeros(len(obs), dtype=bool)
     sparse_family = family.goal_radius is not None
     for t in range(env.horizon):
         step = env.step(policy(obs))
         if observe is not None:
             observe(t, step)
         dense += step.reward * step.alive
+        if step.success is not None:
+            succeeded |= step.success & step.alive
         if sparse_family:
             sparse += step.sparse_reward * step.alive
             paper += family.paper_reward(step.reward) * step.alive
         obs = step.obs
         if not step.alive.any():
             break
+    success = succeeded if family.has_success else None
     if not sparse_family:
-        return Returns(dense, None, None)
-    return Returns(dense, sparse, paper)
+        return Returns(dense, None, None, success)
+    return Returns(dense, sparse, paper, success)
 
 
 def agent_policy(act, z: torch.Tensor, device: torch.device) -> Policy:

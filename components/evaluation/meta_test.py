@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from components.data.context import ContextLayout
+from components.data.returns import normalised
 from components.data.sampler import TensorSampler
 from components.data.store import QualityData
 from components.envs.family import EnvFamily
@@ -28,7 +29,7 @@ from components.evaluation.ceiling import ceiling
 from components.evaluation.episodes import agent_policy, rollout
 from components.evaluation.modes import eval_mode
 from registry import register
-from registry.constraints import PositiveInt
+from registry.constraints import Count, PositiveInt
 from registry.validation import check_arguments
 
 
@@ -41,7 +42,10 @@ class MetaTestResult:
     numbers were scored with, `family.paper_formula`; components.envs.sparse). `headline` uses
     the appendix sparse return on sparse families, the dense return otherwise. `ceiling`: the
     mean return of a task-knowing oracle on the same tasks per formula, where the family has one.
-    `curve`: mean headline return per episode (context size), when rolled out.
+    `curve`: mean headline return per episode (context size), when rolled out. On Meta-World:
+    `success` (the fraction of runs whose episode succeeded, per task) and `dataset_returns`
+    (the mean return of the task's offline episodes of the quality trained on), whose ratio to
+    `returns` is the normalised score (components.data.returns).
     """
 
     tasks: list[int]
@@ -52,6 +56,14 @@ class MetaTestResult:
     paper_returns: np.ndarray | None = None
     paper_formula: str | None = None
     ceiling: dict[str, float] | None = None
+    success: np.ndarray | None = None
+    dataset_returns: np.ndarray | None = None
+
+    @property
+    def normalised_scores(self) -> np.ndarray | None:
+        if self.dataset_returns is None:
+            return None
+        return normalised(self.returns, self.dataset_returns)
 
     @property
     def headline_returns(self) -> np.ndarray:
@@ -72,7 +84,13 @@ class MetaTestResult:
     def describe(self) -> str:
         n = f"over {len(self.tasks)} test tasks"
         if self.sparse_returns is None:
-            return f"test return {self.mean:.2f} ± {self.std:.2f} {n}"
+            text = f"test return {self.mean:.2f} ± {self.std:.2f}"
+            if self.normalised_scores is not None:
+                scores = self.normalised_scores
+                text += f", normalised score {np.nanmean(scores):.3f} ± {np.nanstd(scores):.3f}"
+            if self.success is not None:
+                text += f", success rate {self.success.mean():.2f}"
+            return f"{text} {n}"
         text = f"test sparse return {self.mean:.2f} ± {self.std:.2f}"
         if self.paper_returns is not None:
             text += (
@@ -102,6 +120,16 @@ class MetaTestResult:
             record["per_task_paper_return"] = per_task(self.paper_returns)
         if self.ceiling is not None:
             record["ceiling"] = self.ceiling
+        if self.success is not None:
+            record["success_rate"] = float(self.success.mean())
+            record["per_task_success"] = per_task(self.success)
+        if self.dataset_returns is not None:
+            scores = self.normalised_scores
+            record["normalised_score"] = float(np.nanmean(scores))
+            record["normalised_score_std"] = float(np.nanstd(scores))
+            record["per_task_normalised_score"] = per_task(scores)
+            record["dataset_return_mean"] = float(self.dataset_returns.mean())
+            record["per_task_dataset_return"] = per_task(self.dataset_returns)
         if self.curve:
             record["curve"] = self.curve
         return record
@@ -116,6 +144,8 @@ class MetaTest:
         context_transitions: context size of the last (scored) episode (DECISIONS §5: 400 for point
             robots, 600 for MuJoCo); a multiple of the horizon.
         curve: roll out every episode of the growing context, not only the last.
+        max_tasks: score only the first this many test tasks (0: all of them), for smoke
+            tests of families with many long episodes.
 
     Example (a policy that stands still, on Sparse-Point-Robot's 20 test tasks; the data's
     contents do not matter to it; the robot starts one unit from every goal: −1 per step):
@@ -141,10 +171,16 @@ class MetaTest:
     """
 
     def __init__(
-        self, *, runs: PositiveInt = 3, context_transitions: PositiveInt = 400, curve: bool = False
+        self,
+        *,
+        runs: PositiveInt = 3,
+        context_transitions: PositiveInt = 400,
+        curve: bool = False,
+        max_tasks: Count = 0,
     ):
         check_arguments("meta_test", MetaTest.__init__, locals())
         self.runs, self.context_transitions, self.curve = runs, context_transitions, curve
+        self.max_tasks = max_tasks
         self._env: Any = None
         self._ceiling: tuple[tuple[int, ...], dict[str, float] | None] | None = None
 
@@ -159,11 +195,18 @@ class MetaTest:
         act,
         device: torch.device,
         seed: int,
+        dataset_returns: np.ndarray | None = None,
     ) -> MetaTestResult:
-        """Evaluate. `tasks`: dataset task indices of the test split; `act(obs, z)` -> actions.
+        """Evaluate. `tasks`: dataset task indices of the test split; `act(obs, z)` -> actions;
+        `dataset_returns`: per test task, the mean return of its offline episodes of the
+        quality trained on (the normalised score's denominator), where the family reports one.
 
         The encoder runs in eval mode (no dropout) and is restored afterwards.
         """
+        if self.max_tasks:
+            tasks = list(tasks)[: self.max_tasks]
+            if dataset_returns is not None:
+                dataset_returns = np.asarray(dataset_returns)[: self.max_tasks]
         horizon = family.horizon
         episodes = max(1, self.context_transitions // horizon)
         sizes = [horizon * k for k in range(1, episodes + 1)]
@@ -207,6 +250,8 @@ class MetaTest:
             paper_returns=per_task(last.paper),
             paper_formula=family.paper_formula if last.paper is not None else None,
             ceiling=self._ceiling[1],
+            success=per_task(None if last.success is None else last.success.astype(np.float64)),
+            dataset_returns=None if dataset_returns is None else np.asarray(dataset_returns),
         )
 
     def _environment(self, family: EnvFamily, task_ids: list[int]):

@@ -60,7 +60,7 @@ class OODContextAnalysis:
         if family.task_changes != "reward":
             return {
                 "ood_applies": False,
-                "reason": f"{type(family).__name__} tasks differ in dynamics; out-of-"
+                "reason": f"{type(family).__name__} tasks differ in {family.task_changes}; out-of-"
                 "distribution context needs the donors' policies rolled out in the test task "
                 "(the context_grid analysis, source other_policy)",
             }
