@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from components.algorithms.loop import TrainingLoop
+from components.algorithms.reference import ReferenceVectors
 from components.algorithms.sizes import Sizes
 from components.data.context import ContextLayout
 from components.data.tasks import TaskData
@@ -33,6 +34,8 @@ class ContextLearner(ABC):
     one step draws; context_next_obs: a context transition holds s′ ((s, a, s′, r)), else
     (s, a, r).
     """
+
+    reference: ReferenceVectors | None = None  # given task vectors (a reference row), if any
 
     def __init__(self, data: TaskData, loop: TrainingLoop, sizes: Sizes, context_next_obs: bool):
         self.data, self.loop, self.sizes = data, loop, sizes
@@ -131,7 +134,13 @@ class ContextLearner(ABC):
             device=self.device,
             seed=self.run_context.seed,
             **self.data.score_references(),
+            **self.given_task_vectors(),
         )
+
+    def given_task_vectors(self) -> dict[str, Any]:
+        """`task_z` for the meta-test where the learner's task vectors are given, not inferred
+        (a reference row: components/algorithms/reference.py)."""
+        return {} if self.reference is None else {"task_z": self.reference.test}
 
     def generators(self) -> dict[str, torch.Generator]:
         """The random generators of its own that a checkpoint keeps."""

@@ -25,6 +25,7 @@ import torch
 
 from components.algorithms.context_learner import ContextLearner, name_of
 from components.algorithms.loop import TrainingLoop
+from components.algorithms.reference import ReferenceVectors
 from components.algorithms.sizes import Sizes
 from components.contracts import check_parts
 from components.data.tasks import TaskData
@@ -65,6 +66,10 @@ class FocalTrainer(ContextLearner):
         context_next_obs: put s′ in the context (s, a, s′, r); else (s, a, r).
         detach_z: the actor-critic sees z detached (DECISIONS §3); False lets the Q loss train the
             encoder too (PEARL-style, for research).
+        task_vectors: 'context' (the method: z inferred from the context) or a reference row's
+            z instead, trained with the same learner and data: 'none' (z = 0, the floor of
+            task inference) or 'oracle' (the task's true parameters, its ceiling;
+            components/algorithms/reference.py). The encoder is built but not trained then.
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class FocalTrainer(ContextLearner):
         objective_lr: PositiveFloat | None = None,
         context_next_obs: bool = True,
         detach_z: bool = True,
+        task_vectors: str = "context",
     ):
         check_arguments("focal", FocalTrainer.__init__, locals())
         super().__init__(data, loop, sizes(), context_next_obs)
@@ -131,6 +137,15 @@ class FocalTrainer(ContextLearner):
             for group in opt.param_groups:
                 group.setdefault("base_lr", group["lr"])
         loop.compile_networks(self.encoder, *self.agent.children())
+        if task_vectors != "context":
+            self.reference = ReferenceVectors(
+                task_vectors,
+                self.family,
+                self.train.task_ids,
+                data.test_tasks,
+                latent_dim,
+                self.device,
+            )
 
     def _check_teacher(self, objective: Callable | None) -> None:
         """An encoder with no objective, no loss of its own and a detached z never learns."""
@@ -152,6 +167,8 @@ class FocalTrainer(ContextLearner):
 
     def train_step(self) -> dict[str, torch.Tensor]:
         tasks = self.train.sample_tasks(self.sizes.meta_batch, replace=self.tasks_with_replacement)
+        if self.reference is not None:  # a reference row: given z, only the actor-critic learns
+            return self.agent.update(self.sample_rl(tasks), self.reference.train[tasks])
         context = self.sample_context(tasks)  # 1. query (and key) task vectors
         query = self.encoder(self.layout.tensor(context))
         key = None

@@ -196,10 +196,12 @@ class MetaTest:
         device: torch.device,
         seed: int,
         dataset_returns: np.ndarray | None = None,
+        task_z: torch.Tensor | None = None,
     ) -> MetaTestResult:
         """Evaluate. `tasks`: dataset task indices of the test split; `act(obs, z)` -> actions;
         `dataset_returns`: per test task, the mean return of its offline episodes of the
-        quality trained on (the normalised score's denominator), where the family reports one.
+        quality trained on (the normalised score's denominator), where the family reports one;
+        `task_z`: per test task, a task vector given instead of the encoder's (a reference row).
 
         The encoder runs in eval mode (no dropout) and is restored afterwards.
         """
@@ -207,6 +209,8 @@ class MetaTest:
             tasks = list(tasks)[: self.max_tasks]
             if dataset_returns is not None:
                 dataset_returns = np.asarray(dataset_returns)[: self.max_tasks]
+            if task_z is not None:
+                task_z = task_z[: self.max_tasks]
         horizon = family.horizon
         episodes = max(1, self.context_transitions // horizon)
         sizes = [horizon * k for k in range(1, episodes + 1)]
@@ -224,7 +228,10 @@ class MetaTest:
             per_episode = []
             for size in sizes:
                 with torch.no_grad():
-                    z = encoder(context[:, :size]).mean  # [N, Z]
+                    if task_z is None:
+                        z = encoder(context[:, :size]).mean  # [N, Z]
+                    else:
+                        z = task_z.to(device)[positions]
                 per_episode.append(rollout(family, env, agent_policy(act, z, device), seed=seed))
         last = per_episode[-1]
         n = len(tasks)
