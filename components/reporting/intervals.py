@@ -41,9 +41,11 @@ class Estimate:
         return f"{self.point:{digits}} [{self.low:{digits}}, {self.high:{digits}}]"
 
 
-def _scores(values: Sequence[float]) -> np.ndarray:
-    """rliable's layout: runs × tasks (one task: the environment's test split)."""
-    scores = np.asarray(values, dtype=float).reshape(-1, 1)
+def _scores(values) -> np.ndarray:
+    """rliable's layout: runs × tasks (one task, the environment's test split, for a list;
+    a [runs, tasks] array as it is: seeds resampled within each task)."""
+    scores = np.asarray(values, dtype=float)
+    scores = scores if scores.ndim == 2 else scores.reshape(-1, 1)
     if len(scores) < 2 or not np.isfinite(scores).all():
         raise ValueError(f"an interval needs at least 2 finite scores, got {list(values)}")
     return scores
@@ -77,11 +79,15 @@ def iqm(values: Sequence[float], *, reps: int = REPS, seed: int = SEED) -> Estim
     return _estimate(_scores(values), lambda s: np.array([metrics.aggregate_iqm(s)]), reps, seed)
 
 
-def improvement(
-    x: Sequence[float], y: Sequence[float], *, reps: int = REPS, seed: int = SEED
-) -> Estimate:
+def mean(values, *, reps: int = REPS, seed: int = SEED) -> Estimate:
+    """The mean over runs (and tasks, for a [runs, tasks] array) and its 95% interval."""
+    return _estimate(_scores(values), lambda s: np.array([metrics.aggregate_mean(s)]), reps, seed)
+
+
+def improvement(x, y, *, reps: int = REPS, seed: int = SEED) -> Estimate:
     """P(X > Y) + ½ P(X = Y) for a run X of one row and a run Y of another, with its 95%
-    interval (each row's seeds resampled on their own)."""
+    interval (each row's seeds resampled on their own). For [runs, tasks] arrays: averaged
+    over tasks, each task's runs against the other row's on the same task."""
     return _estimate(
         (_scores(x), _scores(y)),
         lambda a, b: np.array([metrics.probability_of_improvement(a, b)]),

@@ -1,0 +1,61 @@
+"""tools/report.py's Meta-World tables, on hand-made run records: normalised score and success
+beside the published numbers, the place between the reference rows, and the orders."""
+
+from __future__ import annotations
+
+from tests.conftest import _tool
+
+
+def record(recipe: str, env: str, seed: int, score: float, success: float = 0.5) -> dict:
+    return {
+        "recipe": f"recipes/{recipe}.gin",
+        "env": env,
+        "scale": "cpu",
+        "seed": seed,
+        "eval": {"test_return_mean": 100 * score, "normalised_score": score,
+                 "success_rate": success},
+    }  # fmt: skip
+
+
+def grouped(scores: dict[tuple[str, str], list[float]]) -> dict:
+    report = _tool("report")
+    runs = [
+        record(recipe, env, seed, value)
+        for (env, recipe), values in scores.items()
+        for seed, value in enumerate(values)
+    ]
+    return report.groups(runs)
+
+
+def test_metaworld_table_places_a_row_between_floor_and_ceiling():
+    report = _tool("report")
+    table = report.metaworld_table(
+        grouped({
+            ("ml1_push", "focal"): [0.4, 0.6],
+            ("ml1_push", "reference_no_context"): [0.2, 0.2],
+            ("ml1_push", "reference_oracle"): [1.2, 1.2],
+        }),
+        reps=200,
+    )  # fmt: skip
+    rows = {row[3]: row for row in table.rows}
+    assert rows["focal"][5] == "0.500 ± 0.100" and rows["focal"][8] == "0.30"  # (0.5-0.2)/1.0
+    assert rows["focal"][9] == "0.34 ± 0.14" and rows["focal"][1] == "hidden goal"
+    assert rows["reference_oracle"][8] == "-"
+
+
+def test_metaworld_orders_per_task_and_over_tasks():
+    report = _tool("report")
+    table = report.metaworld_orders(
+        grouped({
+            ("ml1_push", "focal"): [0.3, 0.35, 0.4],
+            ("ml1_push", "focalpp"): [0.6, 0.65, 0.7],
+            ("ml1_sweep", "focal"): [0.5, 0.6, 0.7],
+            ("ml1_sweep", "focalpp"): [0.5, 0.6, 0.7],
+        }),
+        reps=200,
+    )  # fmt: skip
+    rows = {row[0]: row for row in table.rows}
+    assert rows["ml1_push"][5].startswith("1.00") and rows["ml1_push"][8] == "reproduced"
+    assert rows["ml1_sweep"][5].startswith("0.50") and rows["ml1_sweep"][8] == "same within noise"
+    over = rows["over 2 tasks"]  # P averaged over the two tasks: (1 + 0.5) / 2
+    assert over[5].startswith("0.75") and over[6].startswith("0.625")  # (0.65 + 0.6) / 2
