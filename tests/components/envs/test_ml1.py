@@ -171,3 +171,10 @@ def test_ml1_families_refuse_a_goal_radius_and_relabeling(push):
         get("env", "ml1_push")(seed=0, goal_radius=-0.1)
     with pytest.raises(FocalppError, match=r"cannot be scored \(relabeled\) as another task's"):
         push.reward(np.zeros(39), np.zeros(4), np.zeros(39), np.zeros(6))
+
+
+def test_gymnasium_check_env(push, make_env):
+    from gymnasium.utils.env_checker import check_env
+
+    env = make_env(push.gym_id, env_name="push-v3", task=push.split_indices()[1][0])
+    check_env(env.unwrapped, skip_render_check=True)
