@@ -598,6 +598,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "component of the wrong kind": (binding("focal.encoder = @brac"), "registered agent"),
     "malformed binding": (binding("loop.steps == 3"), "--gin_param"),
     "unknown env": (run_flags("--env", "nowhere"), "nowhere"),
+    "unknown Meta-World ML1 environment": (
+        run_flags("--env", "ml1_pushh"),
+        "unknown env 'ml1_pushh'. did you mean: ml1_push",
+    ),
     "unknown scale": (run_flags("--scale", "huge"), "huge"),
     "unknown plugin module": (run_flags("--plugin", "no_such_plugin_module"), "no_such_plugin"),
     "plugin with a syntax error": (syntax_error_plugin, "broken_plugin.py"),
