@@ -58,3 +58,25 @@ def behaviour_agent(
         {k: torch.as_tensor(v)[rows, columns] for k, v in kept.weights.items()}
     )
     return agent
+
+
+def keeps_experts(dataset: Dataset) -> bool:
+    """Whether each task's expert behaviour policy can act again (`expert_agent`)."""
+    scripted = dataset.manifest.get("settings", {}).get("protocol") == "ScriptedRollouts"
+    return dataset.has_policies or scripted
+
+
+def expert_agent(dataset: Dataset, family: EnvFamily, tasks: Sequence[int], seed: int):
+    """An agent whose row i acts as task `tasks[i]`'s expert behaviour policy, for rollouts in
+    other tasks: the kept SAC actor at the expert checkpoint, or (a `scripted` dataset) the
+    scripted expert told that task's goal with the expert quality's noise; None where the
+    dataset keeps neither."""
+    if dataset.has_policies:
+        checkpoints = [quality_checkpoint(dataset, "expert", t) for t in tasks]
+        return behaviour_agent(dataset, family, tasks, checkpoints)
+    settings = dataset.manifest.get("settings", {})
+    if settings.get("protocol") == "ScriptedRollouts":
+        from components.data.scripted import ScriptedAgent
+
+        return ScriptedAgent(family, tasks, settings["expert_noise"], seed)
+    return None

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from components.data.behaviour import Progress
 from components.data.protocols import Collected, pack
@@ -131,6 +132,31 @@ class ScriptedCollector:
         self.env.close()
 
 
+class ScriptedAgent:
+    """Tasks' expert behaviour policies as `components.data.behaviour.rollout` drives them:
+    row k is the scripted expert told the goal of `tasks[k]` with noise σ, acting on whatever
+    task its environment holds (another task's behaviour policy: the out-of-distribution
+    context of the successors). Observations [K, E, F] -> actions [K, E, A]."""
+
+    def __init__(self, family: EnvFamily, tasks: Sequence[int], noise: float, seed: int):
+        from components.envs.ml1 import start_state
+
+        every = family.all_tasks()
+        self.goals = [start_state(family.env_name, tuple(every[t]["rand_vec"]))[1] for t in tasks]
+        self.policy, self.noise = scripted_policy(family.env_name), noise
+        self.n_tasks, self.rng = len(tasks), np.random.default_rng(seed)
+
+    def act(self, obs) -> torch.Tensor:
+        seen = obs.detach().cpu().numpy().astype(np.float64)  # [K, E, F]
+        actions = np.zeros((*seen.shape[:2], 4))
+        for k, goal in enumerate(self.goals):
+            for e in range(seen.shape[1]):
+                seen[k, e, -3:] = goal
+                actions[k, e] = self.policy.get_action(seen[k, e])
+        actions += self.noise * self.rng.standard_normal(actions.shape)
+        return torch.as_tensor(np.clip(actions, -1.0, 1.0), dtype=torch.float32)
+
+
 def _collect_part(env_name: str, task_seed: int, steps: int, work, episodes: int) -> Episodes:
     """One worker's share: one quality of some tasks (run in a subprocess)."""
     import components.envs  # noqa: F401 (registers the families in the fresh process)
@@ -175,7 +201,7 @@ class ScriptedRollouts:
         *,
         episodes: PositiveInt = 5,
         expert_noise: PositiveFloat = 0.1,
-        noise_grid: PositiveFloats = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0),
+        noise_grid: PositiveFloats = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0),
         calibration_tasks: PositiveInt = 10,
         episode_steps: Count = 0,
         workers: Count = 0,

@@ -8,7 +8,8 @@ same scoring, `runs` per task) with the context drawn from each source, on both 
 - `own`: the task's own behaviour data of the run's test quality (the usual meta-test);
 - `<quality>`: the task's own behaviour data of each other stored quality;
 - `other_policy`: collected anew in the task by the expert behaviour policy of another
-  training task (a seeded donor per task; the dataset keeps the policies), the
+  training task (a seeded donor per task; the dataset keeps the policies, or a `scripted`
+  dataset's expert is told the donor's goal), the
   out-of-distribution context of CORRO and UNICORN — on every family, dynamics included;
 - `online`: collected in the task by the run itself, with nothing known yet: CSRO's non-prior
   collection simplified — the first half of the episodes with uniform random actions, the rest
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 
 from components.data.behaviour import Rollouts, rollout
-from components.data.policies import behaviour_agent, quality_checkpoint
+from components.data.policies import expert_agent, keeps_experts
 from components.data.protocols import pack
 from components.data.store import QualityData
 from components.transitions import FIELDS
@@ -110,11 +111,10 @@ class ContextGrid:
                 [family.all_tasks()[t] for t in tasks for _ in range(episodes)]
             )
             try:
-                if dataset.has_policies:
+                if keeps_experts(dataset):
                     donors = [int(rng.choice([d for d in all_train if d != t])) for t in tasks]
                     donors_of[split] = dict(zip(map(str, tasks), donors, strict=True))
-                    checkpoints = [quality_checkpoint(dataset, "expert", d) for d in donors]
-                    agent = behaviour_agent(dataset, family, donors, checkpoints)
+                    agent = expert_agent(dataset, family, donors, self.seed)
                     torch.manual_seed(self.seed)
                     rolled = rollout(family, env, agent, episodes, seed=self.seed)
                     sources["other_policy"] = _placed(rolled, tasks, n_tasks)

@@ -178,3 +178,24 @@ def test_gymnasium_check_env(push, make_env):
 
     env = make_env(push.gym_id, env_name="push-v3", task=push.split_indices()[1][0])
     check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_another_tasks_scripted_expert_acts_for_its_own_goal(push):
+    """The out-of-distribution context of the successors: task 0's expert succeeds in task 0
+    and pushes towards its own goal when it acts in the test task whose goal is farthest."""
+    from components.data.behaviour import rollout
+    from components.data.scripted import ScriptedAgent
+    from components.envs.ml1 import start_state
+
+    tasks = push.all_tasks()
+    goals = np.stack([start_state("push-v3", tuple(t["rand_vec"]))[1] for t in tasks])
+    far = int(np.argmax(np.linalg.norm(goals - goals[0], axis=1)))
+    env = push.make_batched([tasks[0], tasks[far]])
+    try:
+        rolled = rollout(push, env, ScriptedAgent(push, [0, 0], 0.1, seed=0), 1, seed=0)
+    finally:
+        env.close()
+    own, other = rolled.returns[:, 0]
+    assert own > other
+    puck = rolled.transitions.next_obs[1, -1, 4:7]  # where the far task's puck ends up
+    assert np.linalg.norm(puck - goals[0]) < np.linalg.norm(puck - goals[far])
