@@ -47,6 +47,7 @@ class ContextLearner(ABC):
             act_dim=self.family.act_dim,
             next_obs=context_next_obs,
             sparse=data.sparse,
+            **data.obs_statistics(),
         )
 
     # --- what a step draws ------------------------------------------------------------------
@@ -58,8 +59,13 @@ class ContextLearner(ABC):
         )
 
     def sample_rl(self, tasks: torch.Tensor) -> Transitions:
-        """An RL batch [T, B, ·] of each task (dense rewards)."""
-        return self.train.sample(tasks, self.sizes.rl_batch)
+        """An RL batch [T, B, ·] of each task (dense rewards), s and s′ as the agent sees them
+        (standardised where `task_data.standardise_obs` asks for it)."""
+        return self.layout.standardised(self.train.sample(tasks, self.sizes.rl_batch))
+
+    def act(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """The agent's deterministic action for raw observations (standardised as in training)."""
+        return self.agent.act(self.layout.observation(obs), z)
 
     # --- the encoder ------------------------------------------------------------------------
     def check_encoder(self, encoder: torch.nn.Module, factory: Callable) -> None:
@@ -130,7 +136,7 @@ class ContextLearner(ABC):
             tasks=self.data.test_tasks,
             layout=self.layout,
             encoder=self.encoder,
-            act=self.agent.act,
+            act=self.act,
             device=self.device,
             seed=self.run_context.seed,
             **self.data.score_references(),

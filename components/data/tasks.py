@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import gin
+import numpy as np
 import torch
 
 from components.data.build import ensure_dataset
@@ -43,6 +44,10 @@ class TaskData:
             that change them set it, e.g. 'paper'): `<protocol>-s<seed>-<tag>`.
         shards: K ≥ 2 to read the dataset built in K task shards
             (`<protocol>-s<seed>-<tag>-shards<K>`, components/data/shards.py); 0: in one piece.
+        standardise_obs: the learner's networks see observations standardised per dimension
+            by the mean and standard deviation of the training tasks' data of `quality`
+            (components/data/context.py); Meta-World's positions vary by centimetres around
+            offsets of decimetres, which an unstandardised network hardly tells apart.
 
     Built: `family` (the environment family), `dataset` (the store's dataset), `train` (a
     `TensorSampler` over the training tasks, drawing with `generator`, seeded by the run's
@@ -61,6 +66,7 @@ class TaskData:
         root: str | None = None,
         tag: str | None = None,
         shards: Count = 0,
+        standardise_obs: bool = False,
     ):
         check_arguments("task_data", TaskData.__init__, locals())
         self.run = run
@@ -88,6 +94,7 @@ class TaskData:
         )
         self.test_tasks = self.dataset.split_indices("test")
         self.quality, self.test_quality = quality, test_quality or quality
+        self.standardise_obs = standardise_obs
         self.test_data = self.dataset.quality(self.test_quality)
         tasks = self.family.all_tasks()
         vectors = self.family.task_vectors([tasks[i] for i in self.train.task_ids])
@@ -97,6 +104,22 @@ class TaskData:
     def sparse(self) -> bool:
         """The family scores sparse rewards, and contexts show them (a goal radius is set)."""
         return self.family.goal_radius is not None
+
+    def obs_statistics(self) -> dict[str, torch.Tensor]:
+        """`obs_mean` and `obs_std` [F] of the training tasks' real transitions of the quality
+        trained on, where `standardise_obs` asks for them (a dimension that never varies, such
+        as Meta-World's hidden goal, keeps its scale: std 1)."""
+        if not self.standardise_obs:
+            return {}
+        data = self.dataset.quality(self.quality)
+        rows = [data.transitions.obs[k, : data.length[k]] for k in self.train.task_ids]
+        obs = np.concatenate(rows).astype(np.float64)
+        mean, std = obs.mean(0), obs.std(0)
+        std = np.where(std > 1e-6, std, 1.0)
+        return {
+            "obs_mean": torch.as_tensor(mean, dtype=torch.float32, device=self.device),
+            "obs_std": torch.as_tensor(std, dtype=torch.float32, device=self.device),
+        }
 
     def score_references(self) -> dict[str, Any]:
         """What the meta-test needs besides returns to score this family: on families scored

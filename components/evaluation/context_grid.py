@@ -119,7 +119,7 @@ class ContextGrid:
                     rolled = rollout(family, env, agent, episodes, seed=self.seed)
                     sources["other_policy"] = _placed(rolled, tasks, n_tasks)
                 collector = _Collector(
-                    trained.agent.act,
+                    trained.act,
                     len(tasks),
                     latent_dim,
                     random_episodes=(episodes + 1) // 2,
@@ -138,7 +138,7 @@ class ContextGrid:
                     tasks=tasks,
                     layout=trained.layout,
                     encoder=trained.encoder,
-                    act=trained.agent.act,
+                    act=trained.act,
                     device=trained.device,
                     seed=trained.run_context.seed,
                 )

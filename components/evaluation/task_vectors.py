@@ -125,7 +125,7 @@ def holding_errors(trained, z: np.ndarray, *, last: int) -> dict[str, float] | N
 
     env = family.make_batched(tasks)
     try:
-        policy = agent_policy(trained.agent.act, flat, trained.device)
+        policy = agent_policy(trained.act, flat, trained.device)
         rollout(family, env, policy, seed=trained.run_context.seed, observe=observe)
     finally:
         env.close()

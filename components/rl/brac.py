@@ -44,6 +44,10 @@ class BRAC(nn.Module):
         tau: Polyak rate of the target V.
         reward_scale: multiplies rewards; acts as the inverse entropy temperature.
         policy_mean_reg, policy_std_reg: L2 weights on the policy's mean and log-std.
+        bc_weight: weight of a behaviour-cloning term in the policy loss, the squared distance
+            of tanh(mean) to the data's action (0: none, FOCAL's BRAC). Where an action moves
+            the state by a centimetre (Meta-World), Q learns little of the action's effect
+            and the divergence critic too little of the data's actions to guide the policy.
         alpha: weight of the divergence (its initial value when adapted).
         target_divergence: α adapts toward it when set (MuJoCo: 0.05); None keeps α fixed.
         alpha_lr: learning rate of log α.
@@ -86,6 +90,7 @@ class BRAC(nn.Module):
         reward_scale: PositiveFloat = 5.0,
         policy_mean_reg: NonNegativeFloat = 1e-3,
         policy_std_reg: NonNegativeFloat = 1e-3,
+        bc_weight: NonNegativeFloat = 0.0,
         alpha: NonNegativeFloat = 0.0,
         target_divergence: float | None = None,
         alpha_lr: PositiveFloat = 1e-3,
@@ -118,7 +123,9 @@ class BRAC(nn.Module):
         # the update's losses, in its order (components/rl/brac_losses.py)
         self.q_loss = QLoss(discount=discount, reward_scale=reward_scale)
         self.value_loss = ValueLoss(value_penalty=value_penalty)
-        self.policy_loss = PolicyLoss(mean_reg=policy_mean_reg, std_reg=policy_std_reg)
+        self.policy_loss = PolicyLoss(
+            mean_reg=policy_mean_reg, std_reg=policy_std_reg, bc_weight=bc_weight
+        )
         self.alpha_loss = (
             AlphaLoss(target_divergence=target_divergence)
             if target_divergence is not None
@@ -190,7 +197,8 @@ class BRAC(nn.Module):
                 divergence = self.divergence.estimate(x, batch.action, sample.action)
         value = self.value_loss(self.v, x, q_new, sample.log_prob, alpha, divergence)
         terms |= step(self.v_opt, value)
-        terms |= step(self.policy_opt, self.policy_loss(sample, q_new, alpha, divergence))
+        policy = self.policy_loss(sample, q_new, alpha, divergence, batch.action)
+        terms |= step(self.policy_opt, policy)
         if self.alpha_loss is not None:
             terms |= step(self.alpha_opt, self.alpha_loss(self.log_alpha, divergence))
 

@@ -63,20 +63,25 @@ class ValueLoss(nn.Module):
 
 
 class PolicyLoss(nn.Module):
-    """The policy's soft, behaviour-regularised loss, plus small L2 on its mean and log-std."""
+    """The policy's soft, behaviour-regularised loss, plus small L2 on its mean and log-std,
+    and with `bc_weight` > 0 a behaviour-cloning term: the squared distance of the policy's
+    deterministic action tanh(mean) to the data's action (TD3+BC's regulariser)."""
 
-    def __init__(self, *, mean_reg: float, std_reg: float):
+    def __init__(self, *, mean_reg: float, std_reg: float, bc_weight: float = 0.0):
         super().__init__()
-        self.mean_reg, self.std_reg = mean_reg, std_reg
+        self.mean_reg, self.std_reg, self.bc_weight = mean_reg, std_reg, bc_weight
 
-    def forward(self, sample: PolicySample, q_new, alpha, divergence):
+    def forward(self, sample: PolicySample, q_new, alpha, divergence, data_action=None):
         regulariser = (
             self.mean_reg * (sample.mean**2).mean() + self.std_reg * (sample.log_std**2).mean()
         )
-        return {
-            "loss_policy": (sample.log_prob - q_new + alpha * divergence).mean() + regulariser,
-            "log_prob": sample.log_prob.mean().detach(),
-        }
+        loss = (sample.log_prob - q_new + alpha * divergence).mean() + regulariser
+        terms = {"log_prob": sample.log_prob.mean().detach()}
+        if self.bc_weight > 0:
+            error = ((torch.tanh(sample.mean) - data_action) ** 2).sum(-1).mean()
+            loss = loss + self.bc_weight * error
+            terms["bc_error"] = error.detach()
+        return {"loss_policy": loss, **terms}
 
 
 class AlphaLoss(nn.Module):
