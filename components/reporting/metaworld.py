@@ -37,6 +37,7 @@ RECIPE_OF = {"corro_model": "corro"}
 # Where the goal varies apart from what the first observation shows (components/envs/ml1.py)
 HIDDEN_GOAL = frozenset({"ml1_coffee_push", "ml1_plate_slide_back", "ml1_push", "ml1_reach_wall"})
 FLOOR, CEILING = "reference_no_context", "reference_oracle"
+REFERENCES = (FLOOR, CEILING)  # the reference rows' recipes (components/algorithms/reference.py)
 
 
 def published(env: str, recipe: str) -> tuple[float, float] | None:

@@ -14,14 +14,13 @@ from tests.conftest import run_row
 # Every row on the point-robot columns; on the MuJoCo columns FOCAL and FOCAL++ (the other
 # rows differ from them only in encoder and objective parts, which do not see the family). The
 # Meta-World columns differ from each other in the family only (each of the 50 steps in the
-# contract test): FOCAL on one here, FOCAL++ in tests/components/envs/test_ml1.py.
+# contract test): FOCAL++ runs on one in tests/components/envs/test_ml1.py.
 POINT_ROBOTS = {"sparse_point_robot", "point_robot_wind", "sparse_point_robot_relabeled"}
 CASES = [
     (row, env)
     for env in columns("envs")
     for row in ROWS
-    if (env in POINT_ROBOTS or row in ("focal", "focalpp"))
-    and (not env.startswith("ml1_") or (row, env) == ("focal", "ml1_push"))
+    if (env in POINT_ROBOTS or row in ("focal", "focalpp")) and not env.startswith("ml1_")
 ]
 
 
