@@ -94,12 +94,17 @@ def ml1_tasks(env_name: str, seed: int) -> tuple[tuple[tuple[float, ...], ...], 
     """ML1's (train, test) random vectors of `env_name` at `seed`: the snapshot where it holds
     them for the installed version, else drawn by `metaworld.ML1` (1-3 s)."""
     if seed == 0 and installed_version() == METAWORLD_VERSION:
-        with gzip.open(SNAPSHOT, "rt") as f:
-            stored = json.load(f)
+        stored = _snapshot()
         if stored["metaworld"] == METAWORLD_VERSION and env_name in stored["tasks"]:
             split = stored["tasks"][env_name]
             return tuple(tuple(map(tuple, split[k])) for k in ("train", "test"))
     return draw_ml1_tasks(env_name, seed)
+
+
+@functools.cache
+def _snapshot() -> dict:
+    with gzip.open(SNAPSHOT, "rt") as f:
+        return json.load(f)
 
 
 def draw_ml1_tasks(env_name: str, seed: int) -> tuple[tuple[tuple[float, ...], ...], ...]:
@@ -198,7 +203,11 @@ for _name in ML1_NAMES:
     _cls = type(
         "ML1_" + family_name(_name).removeprefix("ml1_").title().replace("_", ""),
         (ML1Family,),
-        {"env_name": _name, "__doc__": f"Meta-World ML1 `{_name}`: 50 train / 50 test goals."},
+        {
+            "env_name": _name,
+            "__doc__": f"Meta-World ML1 `{_name}`: 50 train / 50 test goals.",
+            "__module__": __name__,
+        },
     )
     ML1_FAMILIES[_name] = register("env", family_name(_name))(_cls)
 
