@@ -819,36 +819,34 @@ def metaworld_table(grouped, reps: int = REPS) -> Report | None:
 
 
 def metaworld_orders(grouped, reps: int = REPS) -> Report | None:
-    """FOCAL++ against FOCAL (the paper's rows, and any other pair of the published
-    comparison's rows run here) on Meta-World, per task and over the tasks both rows ran: the
-    probability that a run of one beats a run of the other in normalised score, and the mean
-    normalised score over the tasks with its interval."""
+    """FOCAL++ against FOCAL (the paper's rows) on Meta-World, per task and over the tasks both
+    rows ran: the probability that a run of one beats a run of the other in normalised score,
+    and the mean normalised score over the tasks with its interval."""
     scores: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
     for (env, scale, recipe), group in grouped.items():
         if env in metaworld.PUBLISHED and _normalised(group[0]) is not None:
             scores[(scale, recipe)][env] = [_normalised(r) for r in group]
     rows = []
+    row, other = "focalpp", "focal"
     for scale in sorted({s for s, _ in scores}):
-        for row, other in (("focalpp", "focal"),):
-            x, y = scores.get((scale, row), {}), scores.get((scale, other), {})
-            shared = sorted(set(x) & set(y))
-            for env in shared:
-                if min(len(x[env]), len(y[env])) < 2:
-                    continue
-                p = improvement(x[env], y[env], reps=reps)
-                rows.append((env, scale, row, other, f"{len(x[env])} v {len(y[env])}",
-                             p.format(), spread(x[env], ".3f"), spread(y[env], ".3f"),
-                             verdict(p, True)))  # fmt: skip
-            runs = min((len(x[e]) for e in shared), default=0)
-            if len(shared) > 1 and runs >= 2 and min(len(y[e]) for e in shared) >= 2:
-                runs = min(runs, *(len(y[e]) for e in shared))
-                a = np.array([x[e][:runs] for e in shared]).T  # [runs, tasks]
-                b = np.array([y[e][:runs] for e in shared]).T
-                p = improvement(a, b, reps=reps)
-                rows.append((f"over {len(shared)} tasks", scale, row, other,
-                             f"{runs} v {runs} per task", p.format(),
-                             mean(a, reps=reps).format(".3f"), mean(b, reps=reps).format(".3f"),
-                             verdict(p, True)))  # fmt: skip
+        x, y = scores.get((scale, row), {}), scores.get((scale, other), {})
+        shared = sorted(set(x) & set(y))
+        for env in shared:
+            if min(len(x[env]), len(y[env])) < 2:
+                continue
+            p = improvement(x[env], y[env], reps=reps)
+            rows.append((env, scale, row, other, f"{len(x[env])} v {len(y[env])}",
+                         p.format(), spread(x[env], ".3f"), spread(y[env], ".3f"),
+                         verdict(p, True)))  # fmt: skip
+        runs = min((len(v[e]) for v in (x, y) for e in shared), default=0)  # seeds per task
+        if len(shared) > 1 and runs >= 2:
+            a = np.array([x[e][:runs] for e in shared]).T  # [runs, tasks]
+            b = np.array([y[e][:runs] for e in shared]).T
+            p = improvement(a, b, reps=reps)
+            rows.append((f"over {len(shared)} tasks", scale, row, other,
+                         f"{runs} v {runs} per task", p.format(),
+                         mean(a, reps=reps).format(".3f"), mean(b, reps=reps).format(".3f"),
+                         verdict(p, True)))  # fmt: skip
     columns = (
         "env",
         "scale",

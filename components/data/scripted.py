@@ -253,12 +253,12 @@ class ScriptedRollouts:
         collector = ScriptedCollector(family, steps)
         try:
             medium, calibration = self._calibrate(collector, train, seed, tick)
+            noise = {"expert": self.expert_noise, "medium": medium, "random": UNIFORM}
+            jobs = [(tier, [seed, i], noise[tier]) for i, tier in enumerate(TIERS)]
+            collected = self._collect(collector, chosen, jobs, tick)
         finally:
             collector.close()
-        noise = {"expert": self.expert_noise, "medium": medium, "random": UNIFORM}
-        jobs = [(tier, [seed, i], noise[tier]) for i, tier in enumerate(TIERS)]
-        collected = self._collect(family, steps, chosen, jobs, tick)
-        policy = type(scripted_policy(family.env_name)).__name__
+        policy = type(collector.policy).__name__
         qualities, sources = {}, {}
         for tier, episodes in collected.items():
             data = episodes.transitions
@@ -288,26 +288,23 @@ class ScriptedRollouts:
         ]
         return Collected(qualities, sources, self.settings())
 
-    def _collect(self, family, steps, tasks, jobs, tick) -> dict[str, Episodes]:
+    def _collect(self, collector, tasks, jobs, tick) -> dict[str, Episodes]:
         """Every quality of `tasks`, the tasks split into contiguous parts over the workers
-        (each task's episodes have their own generators, so the split changes nothing)."""
+        (each task's episodes have their own generators, so the split changes nothing); one
+        worker collects in `collector` itself."""
         parts = [list(p) for p in np.array_split(np.asarray(tasks), self.workers) if len(p)]
         work = [(tier, part, seeds, noise) for tier, seeds, noise in jobs for part in parts]
-        episodes = self.episodes
+        family, steps, episodes = collector.family, collector.steps, self.episodes
 
         def done(part, result: Episodes) -> Episodes:
             tick(steps * episodes * len(part))
             return result
 
         if len(parts) == 1:
-            collector = ScriptedCollector(family, steps)
-            try:
-                results = [
-                    collector.collect(part, noise, episodes, seeds, tick)
-                    for _, part, seeds, noise in work
-                ]
-            finally:
-                collector.close()
+            results = [
+                collector.collect(part, noise, episodes, seeds, tick)
+                for _, part, seeds, noise in work
+            ]
         else:
             context = multiprocessing.get_context("spawn")  # no forked torch or MuJoCo state
             with ProcessPoolExecutor(len(parts), mp_context=context) as pool:

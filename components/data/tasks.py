@@ -95,6 +95,7 @@ class TaskData:
         self.test_tasks = self.dataset.split_indices("test")
         self.quality, self.test_quality = quality, test_quality or quality
         self.standardise_obs = standardise_obs
+        self._dataset_returns: np.ndarray | None = None
         self.test_data = self.dataset.quality(self.test_quality)
         tasks = self.family.all_tasks()
         vectors = self.family.task_vectors([tasks[i] for i in self.train.task_ids])
@@ -127,8 +128,10 @@ class TaskData:
         return in the data of the quality trained on."""
         if not self.family.normalised_score:
             return {}
-        trained_on = self.dataset.quality(self.quality)
-        return {"dataset_returns": dataset_returns(trained_on, self.test_tasks)}
+        if self._dataset_returns is None:  # every meta-test asks; the data do not change
+            trained_on = self.dataset.quality(self.quality)
+            self._dataset_returns = dataset_returns(trained_on, self.test_tasks)
+        return {"dataset_returns": self._dataset_returns}
 
     def describe(self) -> str:
         return f"{self.dataset.path} (quality {self.quality!r})"

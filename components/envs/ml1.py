@@ -250,8 +250,10 @@ def _probe_simulator(env_name: str):
     return simulator(env_name)
 
 
+@functools.cache
 def start_state(env_name: str, rand_vec: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The first observation (goal hidden) and the goal position of a task."""
+    """The first observation (goal hidden) and the goal position of a task (kept: the goal
+    kind, the task parameters and the scripted donors all ask; callers must not modify)."""
     sim = _probe_simulator(env_name)
     set_simulator_task(sim, env_name, rand_vec)
     obs, _ = sim.reset()
