@@ -51,6 +51,10 @@ class BRAC(nn.Module):
         alpha: weight of the divergence (its initial value when adapted).
         target_divergence: α adapts toward it when set (MuJoCo: 0.05); None keeps α fixed.
         alpha_lr: learning rate of log α.
+        alpha_max: upper bound of the adapted α (None: unbounded). Where no tanh-Gaussian can
+            come within the target of the data's actions (Meta-World's noisiest tier: actions
+            clipped to the corners of the box, two modes per dimension), dual ascent raises α
+            without end and the policy collapses once α·divergence outweighs everything else.
         value_penalty: also subtract α·divergence in the value target.
         divergence: the divergence critic class (gin: `@dual_kl_critic`).
         divergence_steps: critic updates per policy update.
@@ -94,6 +98,7 @@ class BRAC(nn.Module):
         alpha: NonNegativeFloat = 0.0,
         target_divergence: float | None = None,
         alpha_lr: PositiveFloat = 1e-3,
+        alpha_max: PositiveFloat | None = None,
         value_penalty: bool = False,
         divergence: Callable[..., DualKLCritic] = DualKLCritic,
         divergence_steps: PositiveInt = 1,
@@ -107,6 +112,9 @@ class BRAC(nn.Module):
         hidden = tuple(hidden)
         self.discount, self.tau, self.reward_scale = discount, tau, reward_scale
         self.target_divergence = target_divergence
+        if alpha_max is not None and alpha > alpha_max:
+            raise ValueError(f"brac: alpha ({alpha}) is above alpha_max ({alpha_max})")
+        self.log_alpha_max = None if alpha_max is None else math.log(alpha_max)
         self.divergence_steps = divergence_steps
         self.policy = TanhGaussianPolicy(in_features=x_dim, act_dim=act_dim, hidden=hidden)
         # Twin Q as one batched module of two models: one matmul per layer for both.
@@ -201,6 +209,9 @@ class BRAC(nn.Module):
         terms |= step(self.policy_opt, policy)
         if self.alpha_loss is not None:
             terms |= step(self.alpha_opt, self.alpha_loss(self.log_alpha, divergence))
+            if self.log_alpha_max is not None:
+                with torch.no_grad():
+                    self.log_alpha.clamp_(max=self.log_alpha_max)
 
         with torch.no_grad():
             for target, online in zip(self.v_target.parameters(), self.v.parameters(), strict=True):
