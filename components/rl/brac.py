@@ -23,6 +23,7 @@ from components.rl.brac_losses import AlphaLoss, PolicyLoss, QLoss, ValueLoss
 from components.rl.divergence import DualKLCritic
 from components.rl.networks import MLP, TanhGaussianPolicy
 from components.rl.steps import frozen, step
+from components.seeds import per_seed_mean, seed_count
 from components.transitions import Transitions
 from registry import register
 from registry.constraints import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt, Widths
@@ -216,4 +217,5 @@ class BRAC(nn.Module):
         with torch.no_grad():
             for target, online in zip(self.v_target.parameters(), self.v.parameters(), strict=True):
                 target.lerp_(online, self.tau)
-        return {**terms, "alpha": alpha, "policy_divergence": divergence.mean().detach()}
+        achieved = per_seed_mean(divergence, seed_count(self)).detach()
+        return {**terms, "alpha": alpha, "policy_divergence": achieved}

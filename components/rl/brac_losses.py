@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from components.rl.networks import PolicySample
+from components.seeds import per_row, per_seed_mean, seed_count
 from components.transitions import Transitions
 
 Twin = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, a) -> [2, ...]
@@ -42,9 +43,17 @@ class QLoss(nn.Module):
                 self.reward_scale * batch.reward + self.discount * (1.0 - batch.terminated) * v_next
             )
         q = q_values(x, batch.action)  # [2, T, B]
+        seeds = seed_count(self)
+        if seeds == 1:
+            return {
+                "loss_q": ((q - target) ** 2).mean(dim=(1, 2)).sum(),
+                "q_mean": q.mean().detach(),
+            }
+        # seed-batched: [2, K·T, B] -> each seed's mean per twin, summed over the twins
+        squared = ((q - target) ** 2).reshape(2, seeds, -1)
         return {
-            "loss_q": ((q - target) ** 2).mean(dim=(1, 2)).sum(),
-            "q_mean": q.mean().detach(),
+            "loss_q": squared.mean(-1).sum(0),
+            "q_mean": q.detach().reshape(2, seeds, -1).mean((0, 2)),
         }
 
 
@@ -58,8 +67,9 @@ class ValueLoss(nn.Module):
     def forward(self, v: nn.Module, x, q_new, log_prob, alpha, divergence):
         target = q_new - log_prob
         if self.value_penalty:
-            target = target - alpha * divergence
-        return {"loss_v": ((v(x).squeeze(-1) - target.detach()) ** 2).mean()}
+            target = target - per_row(alpha, divergence) * divergence
+        error = (v(x).squeeze(-1) - target.detach()) ** 2
+        return {"loss_v": per_seed_mean(error, seed_count(self))}
 
 
 class PolicyLoss(nn.Module):
@@ -72,13 +82,16 @@ class PolicyLoss(nn.Module):
         self.mean_reg, self.std_reg, self.bc_weight = mean_reg, std_reg, bc_weight
 
     def forward(self, sample: PolicySample, q_new, alpha, divergence, data_action=None):
-        regulariser = (
-            self.mean_reg * (sample.mean**2).mean() + self.std_reg * (sample.log_std**2).mean()
-        )
-        loss = (sample.log_prob - q_new + alpha * divergence).mean() + regulariser
-        terms = {"log_prob": sample.log_prob.mean().detach()}
+        seeds = seed_count(self)
+
+        def mean(t: torch.Tensor) -> torch.Tensor:  # per seed in a seed-batched step
+            return per_seed_mean(t, seeds)
+
+        regulariser = self.mean_reg * mean(sample.mean**2) + self.std_reg * mean(sample.log_std**2)
+        loss = mean(sample.log_prob - q_new + per_row(alpha, divergence) * divergence) + regulariser
+        terms = {"log_prob": mean(sample.log_prob).detach()}
         if self.bc_weight > 0:
-            error = ((torch.tanh(sample.mean) - data_action) ** 2).sum(-1).mean()
+            error = mean(((torch.tanh(sample.mean) - data_action) ** 2).sum(-1))
             loss = loss + self.bc_weight * error
             terms["bc_error"] = error.detach()
         return {"loss_policy": loss, **terms}
@@ -92,4 +105,5 @@ class AlphaLoss(nn.Module):
         self.target_divergence = target_divergence
 
     def forward(self, log_alpha: torch.Tensor, divergence):
-        return {"loss_alpha": log_alpha * (self.target_divergence - divergence.mean().detach())}
+        achieved = per_seed_mean(divergence, seed_count(self)).detach()
+        return {"loss_alpha": log_alpha * (self.target_divergence - achieved)}

@@ -12,6 +12,8 @@ import torch
 from torch import nn
 
 from components.rl.networks import MLP
+from components.seeds import per_seed_mean, seed_count
+from components.seeds.streams import rand
 from registry import register
 from registry.constraints import NonNegativeFloat, Widths
 
@@ -58,7 +60,7 @@ class DualKLCritic(nn.Module):
         self, x: torch.Tensor, data_action: torch.Tensor, policy_action: torch.Tensor
     ) -> dict[str, torch.Tensor]:
         """The critic's loss: −(dual estimate) + λ·penalty; policy actions must be detached."""
-        estimate = self.estimate(x, data_action, policy_action).mean()
+        estimate = per_seed_mean(self.estimate(x, data_action, policy_action), seed_count(self))
         return {
             "loss_divergence_critic": -estimate
             + self.penalty_weight * self.penalty_term(x, data_action, policy_action),
@@ -68,7 +70,7 @@ class DualKLCritic(nn.Module):
     def penalty_term(
         self, x: torch.Tensor, data_action: torch.Tensor, policy_action: torch.Tensor
     ) -> torch.Tensor:
-        mix = torch.rand(*data_action.shape[:-1], 1, device=data_action.device)
+        mix = rand(*data_action.shape[:-1], 1, device=data_action.device)
         between = (data_action + mix * (policy_action - data_action)).detach().requires_grad_()
         value = self(x, between)
         if self.penalty == "value":  # the reference's slip: |c| where ‖∇_a c‖ belongs
@@ -76,4 +78,4 @@ class DualKLCritic(nn.Module):
         else:
             (grad,) = torch.autograd.grad(value.sum(), between, create_graph=True)
             slope = torch.sqrt((grad**2).sum(-1) + 1e-10)
-        return (torch.relu(slope - 1.0) ** 2).mean()
+        return per_seed_mean(torch.relu(slope - 1.0) ** 2, seed_count(self))

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from components.seeds.streams import randn_like
 from registry import register
 from registry.constraints import Widths
 from registry.validation import check_arguments
@@ -80,7 +81,7 @@ class TanhGaussianPolicy(nn.Module):
         mean, log_std = self.net(x).chunk(2, dim=-1)
         log_std = log_std.clamp(self.log_std_min, self.log_std_max)
         std = log_std.exp()
-        noise = torch.randn_like(mean)
+        noise = randn_like(mean)  # seed by seed in a seed-batched step
         pre_tanh = mean + std * noise
         gaussian = -0.5 * noise**2 - log_std - 0.5 * math.log(2 * math.pi)
         # log|d tanh(u)/du| = 2·(log 2 − u − softplus(−2u)), numerically stable
