@@ -43,6 +43,8 @@ class RunContext:
     run_dir: Path
     device: str = "cpu"  # "auto", "cpu", "cuda" or "cuda:N"; algorithms resolve it
     resume: bool = False  # continue from run_dir's checkpoint instead of starting afresh
+    # train these seeds together as one seed-batched model (components/seeds); () trains `seed`
+    seeds: tuple[int, ...] = ()
 
 
 @gin.configurable("experiment")

@@ -9,6 +9,7 @@ MBML in mbml.py). It says which networks it has (`parts`), what a checkpoint hol
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -21,8 +22,10 @@ from components.algorithms.loop import TrainingLoop
 from components.algorithms.reference import ReferenceVectors
 from components.algorithms.sizes import Sizes
 from components.data.context import ContextLayout
+from components.data.seed_sampler import SeedSampler
 from components.data.tasks import TaskData
 from components.evaluation.meta_test import MetaTestResult
+from components.seeds import SeedStreams, drawing_from
 from components.transitions import Transitions
 from registry import RecipeError, entry_of
 
@@ -36,11 +39,17 @@ class ContextLearner(ABC):
     """
 
     reference: ReferenceVectors | None = None  # given task vectors (a reference row), if any
+    streams: SeedStreams | None = None  # seed-batched: each seed's random stream
+    seed_sampler: SeedSampler | None = None  # seed-batched: each seed's draws of the data
 
     def __init__(self, data: TaskData, loop: TrainingLoop, sizes: Sizes, context_next_obs: bool):
         self.data, self.loop, self.sizes = data, loop, sizes
         self.run_context, self.device = data.run, loop.device
         self.family, self.train = data.family, data.train
+        # seeds trained together (components/seeds): their rows folded, seed-major, into the
+        # first dimension of every tensor of a step; a single run is not batched at all
+        self.seeds = tuple(self.run_context.seeds) or (self.run_context.seed,)
+        self.batched = bool(self.run_context.seeds)
         sizes.check(data)
         self.layout = ContextLayout(
             obs_dim=self.family.obs_dim,
@@ -51,17 +60,33 @@ class ContextLearner(ABC):
         )
 
     # --- what a step draws ------------------------------------------------------------------
+    def sample_tasks(self, count: int, *, replace: bool) -> torch.Tensor:
+        """The meta-batch's task positions: [T], or [K, T] for K seeds (each its own draw)."""
+        sampler = self.seed_sampler or self.train
+        return sampler.sample_tasks(count, replace=replace)
+
     def sample_context(self, tasks: torch.Tensor) -> Transitions:
-        """A context batch [T, E, ·] of each task (sparse rewards on sparse families)."""
+        """A context batch [T, E, ·] of each task (sparse rewards on sparse families); for K
+        seeds [K·T, E, ·], seed-major."""
         b = self.sizes
-        return self.train.sample(
+        return self._draw(
             tasks, b.context_batch, replace=b.context_replace, sparse=self.layout.sparse
         )
 
     def sample_rl(self, tasks: torch.Tensor) -> Transitions:
-        """An RL batch [T, B, ·] of each task (dense rewards), s and s′ as the agent sees them
-        (standardised where `task_data.standardise_obs` asks for it)."""
-        return self.layout.standardised(self.train.sample(tasks, self.sizes.rl_batch))
+        """An RL batch [T, B, ·] of each task (dense rewards; [K·T, B, ·] for K seeds), s and s′
+        as the agent sees them (standardised where `task_data.standardise_obs` asks for it)."""
+        return self.layout.standardised(self._draw(tasks, self.sizes.rl_batch))
+
+    def _draw(self, tasks: torch.Tensor, n: int, **how) -> Transitions:
+        if self.seed_sampler is None:
+            return self.train.sample(tasks, n, **how)
+        return self.seed_sampler.sample(tasks, n, **how).map(lambda t: t.flatten(0, 1))
+
+    def drawing(self) -> contextlib.AbstractContextManager:
+        """Where a step's random draws come from: torch's generator for a single run, each
+        seed's own stream for seeds trained together."""
+        return drawing_from(self.streams) if self.streams else contextlib.nullcontext()
 
     def act(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """The agent's deterministic action for raw observations (standardised as in training)."""

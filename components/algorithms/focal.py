@@ -28,12 +28,14 @@ from components.algorithms.loop import TrainingLoop
 from components.algorithms.reference import ReferenceVectors
 from components.algorithms.sizes import Sizes
 from components.contracts import check_parts
+from components.data.seed_sampler import SeedSampler
 from components.data.tasks import TaskData
 from components.encoders.context import ContextEncoder
 from components.encoders.ema import EMAEncoder
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
 from components.rl.brac import BRAC
+from components.seeds import SeedStreams, check_seed_batching, stack_modules
 from components.transitions import Transitions
 from registry import RecipeError, register
 from registry.constraints import Fraction, PositiveFloat
@@ -110,23 +112,28 @@ class FocalTrainer(ContextLearner):
             (objective, "objective", objective_sizes),
             (agent, "agent", {**dims, "latent_dim": latent_dim}),
         )
-        torch.manual_seed(self.run_context.seed)
-        self.encoder = encoder(sizes=self.layout.sizes, latent_dim=latent_dim).to(self.device)
-        self.objective = None
-        if objective is not None:
-            self.objective = objective(**objective_sizes).to(self.device)
-        self.key_encoder = None
-        if key_momentum is not None:
-            self.key_encoder = EMAEncoder(self.encoder, momentum=key_momentum)
-        elif getattr(self.objective, "needs_key", False):
-            raise RecipeError(
-                f"objective {name_of(objective)} contrasts against a momentum key encoder, but "
-                f"the recipe has none (focal.key_momentum = None): set focal.key_momentum = "
-                "0.9, or choose an objective without keys such as @focal_dml"
+        build = dict(encoder=encoder, objective=objective, agent=agent)
+        build |= dict(objective_sizes=objective_sizes, key_momentum=key_momentum)
+        if not self.batched:
+            self.encoder, self.objective, self.key_encoder, self.agent = self._build(
+                self.run_context.seed, **build
             )
-        self.check_encoder(self.encoder, encoder)
-        self._check_teacher(objective)
-        self.agent = agent(**dims, latent_dim=latent_dim).to(self.device)
+        else:  # each seed's parts built as its single run builds them, then stacked
+            members, generators, streams = [], [], []
+            for seed in self.seeds:
+                self.train.generator = torch.Generator().manual_seed(seed)  # its probes' draws
+                members.append(self._build(seed, **build))
+                generators.append(self.train.generator)
+                streams.append(SeedStreams.capture(self.device))
+            self.train.generator = self.data.generator
+            roles = ("encoder", "objective", "key encoder", "agent")
+            check_seed_batching(dict(zip(roles, members[0], strict=True)))
+            self.encoder, self.objective, self.key_encoder, self.agent = (
+                None if parts[0] is None else stack_modules(parts)
+                for parts in zip(*members, strict=True)
+            )
+            self.streams = SeedStreams(streams)
+            self.seed_sampler = SeedSampler(self.train, generators)
         # the objective's own networks (a CLUB estimator, a decoder) learn beside the encoder
         groups = [{"params": list(self.encoder.parameters())}]
         own = list(self.objective.parameters()) if self.objective is not None else []
@@ -147,13 +154,37 @@ class FocalTrainer(ContextLearner):
                 self.device,
             )
 
-    def _check_teacher(self, objective: Callable | None) -> None:
+    def _build(self, seed, *, encoder, objective, objective_sizes, key_momentum, agent):
+        """One seed's parts, (encoder, objective, key encoder, agent), built from torch's
+        generator seeded with `seed` (and checked on a small real context)."""
+        torch.manual_seed(seed)
+        latent_dim = self.sizes.latent_dim
+        built_encoder = encoder(sizes=self.layout.sizes, latent_dim=latent_dim).to(self.device)
+        built_objective = None
+        if objective is not None:
+            built_objective = objective(**objective_sizes).to(self.device)
+        key_encoder = None
+        if key_momentum is not None:
+            key_encoder = EMAEncoder(built_encoder, momentum=key_momentum)
+        elif getattr(built_objective, "needs_key", False):
+            raise RecipeError(
+                f"objective {name_of(objective)} contrasts against a momentum key encoder, but "
+                f"the recipe has none (focal.key_momentum = None): set focal.key_momentum = "
+                "0.9, or choose an objective without keys such as @focal_dml"
+            )
+        self.check_encoder(built_encoder, encoder)
+        self._check_teacher(objective, built_encoder)
+        dims = {"obs_dim": self.family.obs_dim, "act_dim": self.family.act_dim}
+        built_agent = agent(**dims, latent_dim=latent_dim).to(self.device)
+        return built_encoder, built_objective, key_encoder, built_agent
+
+    def _check_teacher(self, objective: Callable | None, encoder: torch.nn.Module) -> None:
         """An encoder with no objective, no loss of its own and a detached z never learns."""
         if objective is not None or not self.detach_z:
             return
         probe = self.layout.tensor(self.train.sample(torch.arange(1), 2, sparse=self.layout.sparse))
         with torch.no_grad():
-            if self.encoder(probe).losses:
+            if encoder(probe).losses:
                 return
         raise RecipeError(
             "focal.objective = None and focal.detach_z = True: nothing would train the context "
@@ -166,9 +197,13 @@ class FocalTrainer(ContextLearner):
         return [self.encoder_opt, *self.agent.optimizers().values()]
 
     def train_step(self) -> dict[str, torch.Tensor]:
-        tasks = self.train.sample_tasks(self.sizes.meta_batch, replace=self.tasks_with_replacement)
+        with self.drawing():  # seeds trained together: each seed's draws from its own stream
+            return self._train_step()
+
+    def _train_step(self) -> dict[str, torch.Tensor]:
+        tasks = self.sample_tasks(self.sizes.meta_batch, replace=self.tasks_with_replacement)
         if self.reference is not None:  # a reference row: given z, only the actor-critic learns
-            return self.agent.update(self.sample_rl(tasks), self.reference.train[tasks])
+            return self.agent.update(self.sample_rl(tasks), self.reference.train[tasks.flatten()])
         context = self.sample_context(tasks)  # 1. query (and key) task vectors
         query = self.encoder(self.layout.tensor(context))
         key = None
@@ -177,7 +212,8 @@ class FocalTrainer(ContextLearner):
         embeddings = TaskEmbeddings(
             query=query.per_transition,
             query_mean=query.mean,
-            task=tasks,
+            task=tasks.flatten(),  # [K·T] for K seeds, seed-major
+            seeds=len(self.seeds),
             key=key.per_transition if key is not None else None,
             key_mean=key.mean if key is not None else None,
             context=context,
@@ -189,8 +225,8 @@ class FocalTrainer(ContextLearner):
         representation.update(query.losses)
         terms = [v for k, v in representation.items() if k.startswith("loss_")]
         self.encoder_opt.zero_grad(set_to_none=True)
-        if terms:
-            sum(terms).backward(retain_graph=not self.detach_z)
+        if terms:  # one value per seed for K seeds: their sum trains each on its own
+            sum(terms).sum().backward(retain_graph=not self.detach_z)
         z = query.mean.detach() if self.detach_z else query.mean  # 3. the actor-critic
         rl = self.agent.update(self.sample_rl(tasks), z)
         self.encoder_opt.step()  # after the update: with detach_z=False the Q loss adds to it

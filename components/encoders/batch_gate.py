@@ -27,6 +27,8 @@ class BatchGate(nn.Module):
         reduction: hidden width = max(4, 2Z / reduction) (paper: reduction 16).
     """
 
+    seed_batching = True  # components/seeds: weights over each task's own batch
+
     def __init__(self, *, latent_dim: int, reduction: PositiveInt = 16):
         super().__init__()
         hidden = max(4, 2 * latent_dim // reduction)

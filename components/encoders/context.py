@@ -38,6 +38,8 @@ class ContextEncoder(nn.Module):
         1.0
     """
 
+    seed_batching = True  # components/seeds: each task's rows on their own
+
     def __init__(
         self,
         *,
@@ -69,6 +71,8 @@ class ParallelEncoder(nn.Module):
     """
 
     contract_example: ClassVar = {"branches": (ContextEncoder, ContextEncoder)}  # probe builds
+
+    seed_batching = True  # components/seeds: its branches'
 
     def __init__(
         self, *, sizes: Sequence[int], latent_dim: int, branches: Sequence[Callable[..., nn.Module]]

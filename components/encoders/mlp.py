@@ -25,6 +25,8 @@ class MLPEncoder(nn.Module):
             factors).
     """
 
+    seed_batching = True  # components/seeds: each transition on its own
+
     def __init__(
         self,
         *,

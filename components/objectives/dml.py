@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
+from components.seeds import per_seed
 from registry import register
 from registry.constraints import NonNegativeFloat, PositiveFloat
 
@@ -21,21 +22,24 @@ from registry.constraints import NonNegativeFloat, PositiveFloat
 class FocalDML(nn.Module):
     """FOCAL's distance metric loss on task vectors z^q [T, Z].
 
-    Args:
-        form: "reference" — as the FOCAL code: D = mean over dims of (z_i − z_j)²; positives
-            sqrt(D + 1e-3), negatives 1/(D + 0.1), each averaged over its pairs; "paper" —
-            positives ‖z_i − z_j‖², negatives β/(‖z_i − z_j‖ⁿ + ε), averaged likewise.
-        weight: multiplies the total (the reference used 10; the FOCAL++ table says 1).
-        beta, n, eps: the paper form's negative term.
+        Args:
+            form: "reference" — as the FOCAL code: D = mean over dims of (z_i − z_j)²; positives
+                sqrt(D + 1e-3), negatives 1/(D + 0.1), each averaged over its pairs; "paper" —
+                positives ‖z_i − z_j‖², negatives β/(‖z_i − z_j‖ⁿ + ε), averaged likewise.
+            weight: multiplies the total (the reference used 10; the FOCAL++ table says 1).
+            beta, n, eps: the paper form's negative term.
 
-    Example (task vectors of four context batches, two tasks each seen twice):
-        >>> import torch
-        >>> from components.objectives.embeddings import TaskEmbeddings
-        >>> z = torch.randn(4, 8, 5)  # [T, B, Z] per-transition embeddings
-        >>> terms = FocalDML()(TaskEmbeddings(z, z.mean(1), torch.tensor([0, 1, 0, 1])))
-        >>> sorted(terms), int(terms["dml_positive_pairs"])
-        (['dml_negative', 'dml_positive', 'dml_positive_pairs', 'loss_dml'], 2)
+        Example (task vectors of four context batches, two tasks each seen twice):
+            >>> import torch
+            >>> from components.objectives.embeddings import TaskEmbeddings
+    from components.seeds import per_seed
+            >>> z = torch.randn(4, 8, 5)  # [T, B, Z] per-transition embeddings
+            >>> terms = FocalDML()(TaskEmbeddings(z, z.mean(1), torch.tensor([0, 1, 0, 1])))
+            >>> sorted(terms), int(terms["dml_positive_pairs"])
+            (['dml_negative', 'dml_positive', 'dml_positive_pairs', 'loss_dml'], 2)
     """
+
+    seed_batching = True  # pairs within each seed's meta-batch, one loss per seed
 
     def __init__(
         self,
@@ -55,6 +59,8 @@ class FocalDML(nn.Module):
         z = emb.query_mean  # [T, Z]
         t = z.shape[0]
         pairs = torch.triu(torch.ones(t, t, dtype=torch.bool, device=z.device), diagonal=1)
+        if emb.seeds > 1:
+            pairs = pairs & emb.in_seed()
         same = emb.same_task() & pairs
         different = ~emb.same_task() & pairs
         squared = ((z[:, None, :] - z[None, :, :]) ** 2).sum(-1)  # [T, T]
@@ -64,16 +70,23 @@ class FocalDML(nn.Module):
         else:
             distance = torch.sqrt(squared + 1e-12)
             positive, negative = squared, self.beta / (distance**self.n + self.eps)
-        pos = _masked_mean(positive, same)
-        neg = _masked_mean(negative, different)
+        pos = _masked_mean(positive, same, emb.seeds)
+        neg = _masked_mean(negative, different, emb.seeds)
         return {
             "loss_dml": self.weight * (pos + neg),
             "dml_positive": pos.detach(),
             "dml_negative": neg.detach(),
-            "dml_positive_pairs": same.sum().detach(),
+            "dml_positive_pairs": _count(same, emb.seeds).detach(),
         }
 
 
-def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of `values` where `mask`, 0 when nothing is masked in."""
-    return (values * mask).sum() / mask.sum().clamp(min=1)
+def _masked_mean(values: torch.Tensor, mask: torch.Tensor, seeds: int = 1) -> torch.Tensor:
+    """Mean of `values` where `mask`, 0 when nothing is masked in; per seed for K seeds (each
+    seed's rows, seed-major)."""
+    if seeds == 1:
+        return (values * mask).sum() / mask.sum().clamp(min=1)
+    return per_seed(values * mask, seeds).sum(1) / _count(mask, seeds).clamp(min=1)
+
+
+def _count(mask: torch.Tensor, seeds: int) -> torch.Tensor:
+    return mask.sum() if seeds == 1 else per_seed(mask, seeds).sum(1)

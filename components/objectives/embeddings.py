@@ -32,6 +32,10 @@ class TaskEmbeddings:
                 `task` ids) would have produced them from the same (s, a): next state by
                 the family's dynamics where it has a closed form, reward as the context
                 reads it (sparse on sparse families); None where the caller has none.
+    seeds:      K, for seeds trained together (components/seeds): then every field holds K
+                meta-batches, seed-major in the first dimension (T = K · the meta-batch), and
+                an objective compares rows of the same seed only (`in_seed`) and returns one
+                value per seed.
     """
 
     query: torch.Tensor
@@ -42,7 +46,16 @@ class TaskEmbeddings:
     context: Transitions | None = None
     encode: Callable[[Transitions], torch.Tensor] | None = None
     relabel: Callable[[Transitions, torch.Tensor], Transitions] | None = None
+    seeds: int = 1
 
     def same_task(self) -> torch.Tensor:
-        """[T, T] bool: meta-batch rows i, j hold the same task."""
-        return self.task[:, None] == self.task[None, :]
+        """[T, T] bool: meta-batch rows i, j hold the same task (of the same seed)."""
+        same = self.task[:, None] == self.task[None, :]
+        return same if self.seeds == 1 else same & self.in_seed()
+
+    def in_seed(self) -> torch.Tensor:
+        """[T, T] bool: rows i, j belong to the same seed's meta-batch (all True for one)."""
+        seed = torch.arange(len(self.task), device=self.task.device) // (
+            len(self.task) // self.seeds
+        )
+        return seed[:, None] == seed[None, :]

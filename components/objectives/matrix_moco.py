@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
+from components.seeds import per_seed
 from registry import RecipeError, register
 from registry.constraints import PositiveFloat
 from registry.validation import check_arguments
@@ -19,23 +20,25 @@ from registry.validation import check_arguments
 class MatrixMoCo(nn.Module):
     """−Σ_i log softmax_j(q_i·k_j/τ) at j = i over task means q, k [T, Z].
 
-    A task that repeats in the meta-batch would be its own negative: those logits are masked
-    out (the positive itself is kept), so the loss is safe with sampling with replacement.
+        A task that repeats in the meta-batch would be its own negative: those logits are masked
+        out (the positive itself is kept), so the loss is safe with sampling with replacement.
 
-    Args:
-        temperature: τ (paper: 0.5).
-        reduction: "sum" over the T terms as the paper writes it, or "mean".
+        Args:
+            temperature: τ (paper: 0.5).
+            reduction: "sum" over the T terms as the paper writes it, or "mean".
 
-    Example (query and key embeddings of four distinct tasks):
-        >>> import torch
-        >>> from components.objectives.embeddings import TaskEmbeddings
-        >>> q, k = torch.randn(4, 8, 5), torch.randn(4, 8, 5)  # [T, B, Z]
-        >>> emb = TaskEmbeddings(q, q.mean(1), torch.arange(4), key=k, key_mean=k.mean(1))
-        >>> [name for name in MatrixMoCo()(emb) if name.startswith("loss_")]
-        ['loss_contrastive']
+        Example (query and key embeddings of four distinct tasks):
+            >>> import torch
+            >>> from components.objectives.embeddings import TaskEmbeddings
+    from components.seeds import per_seed
+            >>> q, k = torch.randn(4, 8, 5), torch.randn(4, 8, 5)  # [T, B, Z]
+            >>> emb = TaskEmbeddings(q, q.mean(1), torch.arange(4), key=k, key_mean=k.mean(1))
+            >>> [name for name in MatrixMoCo()(emb) if name.startswith("loss_")]
+            ['loss_contrastive']
     """
 
     needs_key = True  # the algorithm must provide a momentum key encoder
+    seed_batching = True  # each seed's queries against its own keys, one loss per seed
 
     def __init__(self, *, temperature: PositiveFloat = 0.5, reduction: str = "sum"):
         super().__init__()
@@ -53,8 +56,14 @@ class MatrixMoCo(nn.Module):
         logits = emb.query_mean @ emb.key_mean.T / self.temperature  # [T, T]
         same = emb.same_task()
         false_negative = same & ~torch.eye(len(same), dtype=torch.bool, device=same.device)
+        if emb.seeds > 1:  # another seed's keys are no negatives of this seed's queries
+            false_negative = false_negative | ~emb.in_seed()
         logits = logits.masked_fill(false_negative, float("-inf"))
         log_prob = torch.log_softmax(logits, dim=1).diagonal()  # M_ii
-        loss = -log_prob.sum() if self.reduction == "sum" else -log_prob.mean()
         accuracy = (logits.argmax(1) == torch.arange(len(logits), device=logits.device)).float()
+        if emb.seeds > 1:
+            log_prob, accuracy = per_seed(log_prob, emb.seeds), per_seed(accuracy, emb.seeds)
+            loss = -log_prob.sum(1) if self.reduction == "sum" else -log_prob.mean(1)
+            return {"loss_contrastive": loss, "contrastive_accuracy": accuracy.mean(1).detach()}
+        loss = -log_prob.sum() if self.reduction == "sum" else -log_prob.mean()
         return {"loss_contrastive": loss, "contrastive_accuracy": accuracy.mean().detach()}

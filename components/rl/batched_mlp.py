@@ -47,6 +47,8 @@ class BatchedMLP(nn.Module):
         hidden: hidden layer sizes.
     """
 
+    seed_batching = True  # components/seeds: stacked as K seeds × its models
+
     def __init__(
         self,
         *,

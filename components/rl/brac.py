@@ -78,6 +78,8 @@ class BRAC(nn.Module):
         (4, 8, 2)
     """
 
+    seed_batching = True  # components/seeds: per-seed losses, α and random draws
+
     def __init__(
         self,
         *,

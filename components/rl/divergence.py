@@ -34,6 +34,8 @@ class DualKLCritic(nn.Module):
         penalty_weight: λ of the penalty (BRAC: 5).
     """
 
+    seed_batching = True  # components/seeds: per-seed estimate and penalty draws
+
     def __init__(
         self,
         *,

@@ -29,6 +29,8 @@ class MLP(nn.Module):
         hidden: hidden layer sizes.
     """
 
+    seed_batching = True  # components/seeds: acts on the last dimension
+
     def __init__(self, *, in_features: int, out_features: int, hidden: Widths = (256, 256, 256)):
         super().__init__()
         check_arguments("mlp", MLP.__init__, {"hidden": hidden})
@@ -63,6 +65,8 @@ class TanhGaussianPolicy(nn.Module):
         hidden: hidden layer sizes.
         log_std_min, log_std_max: clamp of log σ (FOCAL's reference: max 0; PEARL's: 2).
     """
+
+    seed_batching = True  # components/seeds: its noise from each seed's stream
 
     def __init__(
         self,

@@ -17,6 +17,7 @@ seed k's rows (`layers.py`). What does change:
   is its single run's, and every logged term is one value per seed.
 """
 
+from components.seeds.check import batches_seeds, check_seed_batching
 from components.seeds.layers import (
     SeedBatchedLinear,
     SeedLayerNorm,
@@ -34,6 +35,8 @@ __all__ = [
     "SeedLayerNorm",
     "SeedLinear",
     "SeedStreams",
+    "batches_seeds",
+    "check_seed_batching",
     "drawing_from",
     "per_row",
     "per_seed",
