@@ -37,6 +37,13 @@ def _rows(x: torch.Tensor, seeds: int) -> torch.Tensor:
     return x.reshape(seeds, -1, x.shape[-1])
 
 
+def _unview(y: torch.Tensor, shape) -> torch.Tensor:
+    """y reshaped, as a tensor of its own for autograd (as `torch.matmul` returns its result):
+    an in-place op on a view (the ReLU after a linear layer) would make the backward pass copy
+    the whole output."""
+    return torch.ops.aten._unsafe_view(y, shape)
+
+
 class SeedLinear(nn.Module):
     """K linear layers (weight [K, out, in], bias [K, out]): seed k's rows through layer k."""
 
@@ -50,11 +57,12 @@ class SeedLinear(nn.Module):
         if self.seeds == 1:  # the single layer's own kernel: its bits
             return F.linear(x, self.weight[0], None if self.bias is None else self.bias[0])
         rows = _rows(x, self.seeds)
+        weight = self.weight.transpose(1, 2).contiguous()  # [K, in, out]: bmm's fast layout
         if self.bias is None:
-            y = torch.bmm(rows, self.weight.transpose(1, 2))
+            y = torch.bmm(rows, weight)
         else:
-            y = torch.baddbmm(self.bias.unsqueeze(1), rows, self.weight.transpose(1, 2))
-        return y.reshape(*x.shape[:-1], self.out_features)
+            y = torch.baddbmm(self.bias.unsqueeze(1), rows, weight)
+        return _unview(y, (*x.shape[:-1], self.out_features))
 
 
 class SeedLayerNorm(nn.Module):
@@ -72,7 +80,7 @@ class SeedLayerNorm(nn.Module):
             return F.layer_norm(x, d, self.weight[0], self.bias[0], self.eps)
         y = F.layer_norm(_rows(x, self.seeds), d, eps=self.eps)
         y = torch.addcmul(self.bias.unsqueeze(1), y, self.weight.unsqueeze(1))
-        return y.reshape(x.shape)
+        return _unview(y, x.shape)
 
 
 class SeedBatchedLinear(nn.Module):
@@ -93,15 +101,11 @@ class SeedBatchedLinear(nn.Module):
         k, m = self.seeds, self.n_models
         if k == 1:
             return torch.baddbmm(self.bias[0], x, self.weight[0])
-        rows = x.reshape(m, k, -1, x.shape[-1]).transpose(0, 1).reshape(k * m, -1, x.shape[-1])
-        y = torch.baddbmm(
-            self.bias.reshape(k * m, 1, -1),
-            rows,
-            self.weight.reshape(k * m, *self.weight.shape[2:]),
-        )
-        return (
-            y.reshape(k, m, -1, self.out_features).transpose(0, 1).reshape(m, -1, self.out_features)
-        )
+        # x [M, K·R, in] is [M·K, R, in] as it lies; the weights (small) are put model-major
+        rows = x.reshape(m * k, -1, x.shape[-1])
+        weight = self.weight.transpose(0, 1).reshape(m * k, *self.weight.shape[2:])
+        bias = self.bias.transpose(0, 1).reshape(m * k, 1, -1)
+        return _unview(torch.baddbmm(bias, rows, weight), (m, -1, self.out_features))
 
 
 def _batched_layer(single: nn.Module, seeds: int) -> nn.Module | None:
