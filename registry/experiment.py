@@ -45,6 +45,7 @@ class RunContext:
     resume: bool = False  # continue from run_dir's checkpoint instead of starting afresh
     # train these seeds together as one seed-batched model (components/seeds); () trains `seed`
     seeds: tuple[int, ...] = ()
+    seed_dirs: tuple[Path, ...] = ()  # each seed's run directory (the first is run_dir)
 
 
 @gin.configurable("experiment")

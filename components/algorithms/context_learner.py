@@ -25,7 +25,7 @@ from components.data.context import ContextLayout
 from components.data.seed_sampler import SeedSampler
 from components.data.tasks import TaskData
 from components.evaluation.meta_test import MetaTestResult
-from components.seeds import SeedStreams, drawing_from
+from components.seeds import SeedStreams, drawing_from, unstack_state
 from components.transitions import Transitions
 from registry import RecipeError, entry_of
 
@@ -50,6 +50,8 @@ class ContextLearner(ABC):
         # first dimension of every tensor of a step; a single run is not batched at all
         self.seeds = tuple(self.run_context.seeds) or (self.run_context.seed,)
         self.batched = bool(self.run_context.seeds)
+        # seed-batched: attribute -> a single module that seed k's networks are loaded into
+        self.seed_views: dict[str, torch.nn.Module] = {}
         sizes.check(data)
         self.layout = ContextLayout(
             obs_dim=self.family.obs_dim,
@@ -152,9 +154,13 @@ class ContextLearner(ABC):
         """Steps after which the meta-test runs besides the last one."""
         return self.loop.evaluation_steps()
 
-    def evaluate(self, data=None) -> MetaTestResult:
+    def evaluate(self, data=None, *, seed_index: int | None = None) -> MetaTestResult:
         """The meta-test; `data`: another quality's data to draw test contexts from (the
-        distribution-shift analysis), default the data's `test_quality`."""
+        distribution-shift analysis), default the data's `test_quality`. Of K seeds trained
+        together, seed `seed_index`'s (its networks, its seed)."""
+        if seed_index is not None:
+            with self.as_seed(seed_index):
+                return self.evaluate(data)
         return self.loop.meta_test(
             family=self.family,
             data=self.data.test_data if data is None else data,
@@ -163,7 +169,7 @@ class ContextLearner(ABC):
             encoder=self.encoder,
             act=self.act,
             device=self.device,
-            seed=self.run_context.seed,
+            seed=self._seed,
             **self.data.score_references(),
             **self.given_task_vectors(),
         )
@@ -174,8 +180,46 @@ class ContextLearner(ABC):
         return {} if self.reference is None else {"task_z": self.reference.test}
 
     def generators(self) -> dict[str, torch.Generator]:
-        """The random generators of its own that a checkpoint keeps."""
-        return {"sampler": self.data.generator}
+        """The random generators of its own that a checkpoint keeps (and a precision trial
+        puts back): for K seeds trained together also each seed's stream and sampler."""
+        own = {"sampler": self.data.generator}
+        if self.streams is not None:
+            for k, stream in enumerate(self.streams.generators):
+                own |= {
+                    f"seed{k}.stream": stream,
+                    f"seed{k}.sampler": self.seed_generators(k)["sampler"],
+                }
+        return own
+
+    def seed_generators(self, k: int) -> dict[str, torch.Generator]:
+        """Seed k's own generators, named as a single run's (`generators`)."""
+        return {"sampler": self.seed_sampler.generators[k]}
+
+    # --- one seed of K trained together, seen as a single run ------------------------------
+    _seed_index: int | None = None
+
+    @property
+    def _seed(self) -> int:
+        """The seed of the run being evaluated (seed k while `as_seed(k)` is active)."""
+        return (
+            self.seeds[self._seed_index] if self._seed_index is not None else self.run_context.seed
+        )
+
+    @contextlib.contextmanager
+    def as_seed(self, k: int):
+        """Inside, the learner's networks are seed k's, as single modules (its meta-test and
+        summary read them as a single run's)."""
+        batched = {name: getattr(self, name) for name in self.seed_views}
+        try:
+            for name, single in self.seed_views.items():
+                single.load_state_dict(unstack_state(batched[name].state_dict(), k))
+                setattr(self, name, single)
+            self._seed_index = k
+            yield self
+        finally:
+            for name, module in batched.items():
+                setattr(self, name, module)
+            self._seed_index = None
 
     def state(self) -> dict[str, Any]:
         """A whole checkpoint as the loop writes it."""
@@ -213,14 +257,20 @@ class ContextLearner(ABC):
             summary["success_rate"] = round(float(result.success.mean()), 4)
         return {**summary, "train_seconds": round(seconds, 1), "headline": result.describe()}
 
-    def summary(self, result: MetaTestResult, seconds: float) -> str:
-        """summary.md: the run, its context, and the final meta-test task by task."""
+    def summary(self, result: MetaTestResult, seconds: float, seed_index: int | None = None) -> str:
+        """summary.md: the run (seed `seed_index`'s of K trained together), its context, and
+        the final meta-test task by task."""
         ctx = self.run_context
+        run_dir, seed = ctx.run_dir, ctx.seed
+        if seed_index is not None:
+            run_dir, seed = ctx.seed_dirs[seed_index], self.seeds[seed_index]
+        trained_with = f" (trained with seeds {', '.join(map(str, self.seeds))} in one process)"
         lines = [
-            f"# {ctx.run_dir.name}",
+            f"# {run_dir.name}",
             "",
             f"- env: {ctx.env} (dataset {self.data.dataset.path})",
-            f"- scale: {ctx.scale}, seed: {ctx.seed}, device: {self.device}",
+            f"- scale: {ctx.scale}, seed: {seed}{trained_with if self.batched else ''}, "
+            f"device: {self.device}",
             f"- steps: {self.step}, training time: {seconds:.0f} s",
             f"- context: {', '.join(self.layout.names)}"
             f" ({'sparse' if self.layout.sparse else 'dense'} reward)",

@@ -130,6 +130,11 @@ class FiniteWatch:
             first = f"{next(iter(tensors))}'s tensors"
         return Findings(first, bad_losses, tensors)
 
+    def forget(self) -> None:
+        """Drop what was recorded since the last check (seeds trained together are checked
+        seed by seed from their losses instead)."""
+        self._evidence = []
+
     def close(self) -> None:
         for handle in self._handles:
             handle.remove()

@@ -134,6 +134,8 @@ class FocalTrainer(ContextLearner):
             )
             self.streams = SeedStreams(streams)
             self.seed_sampler = SeedSampler(self.train, generators)
+            # seed k's networks as single modules, for its meta-tests and analyses
+            self.seed_views = {"encoder": members[0][0], "agent": members[0][3]}
         # the objective's own networks (a CLUB estimator, a decoder) learn beside the encoder
         groups = [{"params": list(self.encoder.parameters())}]
         own = list(self.objective.parameters()) if self.objective is not None else []

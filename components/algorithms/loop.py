@@ -32,7 +32,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import gin
 import torch
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -43,6 +45,15 @@ from rich.progress import (
 
 from components.algorithms.finite import FiniteWatch
 from components.algorithms.precision import AUTO, PRECISIONS, PrecisionChoice, Trial, choose
+from components.algorithms.seed_records import (
+    RunRecord,
+    restore_seed_rng_state,
+    run_records,
+    seed_rng_state,
+    stack_parts,
+    unstack_parts,
+    with_seed,
+)
 from components.evaluation.episodes import NonFiniteActions
 from components.evaluation.meta_test import MetaTest, MetaTestResult
 from components.reporting.checkpoint import (
@@ -55,7 +66,7 @@ from components.reporting.checkpoint import (
     rng_state,
     save_checkpoint,
 )
-from components.reporting.console import out
+from components.reporting.console import err, out
 from components.reporting.metrics import MetricsLog
 from components.reporting.run_dir import atomic_write_text
 from components.reporting.run_record import add_to_run_record
@@ -162,6 +173,7 @@ class TrainingLoop:
         self._log: MetricsLog | None = None
         self._resume_log: tuple[int, int] | None = None
         self._watch: FiniteWatch | None = None
+        self._runs: list[RunRecord] = []
 
     def compile_networks(self, *modules: torch.nn.Module) -> None:
         """`torch.compile` the algorithm's networks in place, when the recipe asks for it."""
@@ -225,15 +237,25 @@ class TrainingLoop:
                 group["lr"] = group["base_lr"] * factor
 
     # --- checkpoints --------------------------------------------------------------------------
-    def checkpoint_state(self, learner: Learner) -> dict[str, Any]:
-        """The learner's state and the loop's: everything the rest of the run depends on."""
+    def checkpoint_state(self, learner: Learner, record: RunRecord | None = None) -> dict[str, Any]:
+        """The learner's state and the loop's: everything the rest of the run depends on; for
+        one of K seeds trained together (`record`), that seed's, in a single run's format."""
+        parts, rng = learner.parts_state(), rng_state(learner.generators())
+        sums, fingerprint = dict(self._sums), self._fingerprint
+        count = self._log.count if self._log else 0
+        if record is not None and record.index is not None:
+            k = record.index
+            parts = unstack_parts(parts, k)
+            rng = seed_rng_state(rng, learner, k)
+            sums = {name: record.value(v) for name, v in sums.items()}
+            fingerprint, count = record.fingerprint, record.log.count if record.log else 0
         return {
             "step": self.step,
-            "config_fingerprint": self._fingerprint,
-            **learner.parts_state(),
-            "rng": rng_state(learner.generators()),
-            "pending_metrics": dict(self._sums),
-            "metrics_records": self._log.count if self._log else 0,
+            "config_fingerprint": fingerprint,
+            **parts,
+            "rng": rng,
+            "pending_metrics": sums,
+            "metrics_records": count,
             "train_seconds": self.seconds(),
             "precision": self.choice.to_dict() if self.choice else None,
         }
@@ -247,13 +269,48 @@ class TrainingLoop:
         self._seconds_before = state["train_seconds"]
         if state.get("precision"):  # none in checkpoints from before 'auto': as requested
             self.choice = PrecisionChoice(**state["precision"])
+        self._resume_log = (self._records_seen(state), self.step)
+
+    def restore_seeds(self, learner: Learner, states: list[dict[str, Any]]) -> None:
+        """K seeds' checkpoints (each a single run's), stacked back into the batched learner."""
+        steps = {s["step"] for s in states}
+        if len(steps) != 1:
+            where = ", ".join(
+                f"seed {r.seed}: {state['step']}"
+                for r, state in zip(self._runs, states, strict=True)
+            )
+            raise FocalppError(
+                f"the seeds' checkpoints are at different steps ({where}); resume each seed as "
+                "a single run (tools/run.py --resume RUN_DIR)"
+            )
+        learner.load_parts_state(stack_parts(states))
+        self.step = states[0]["step"]
+        restore_rng_state(states[0]["rng"], {})
+        for k, state in enumerate(states):
+            restore_seed_rng_state(state["rng"], learner, k)
+        names = states[0]["pending_metrics"].keys()
+        self._sums = {n: torch.stack([torch.as_tensor(s["pending_metrics"][n]) for s in states])
+                      for n in names}  # fmt: skip
+        self._seconds_before = max(s["train_seconds"] for s in states)
+        if states[0].get("precision"):
+            self.choice = PrecisionChoice(**states[0]["precision"])
+        for run, state in zip(self._runs, states, strict=True):
+            run.resume_log = (self._records_seen(state), self.step)
+
+    def _records_seen(self, state: dict[str, Any]) -> int:
         records = state["metrics_records"]
-        if self.step == self.steps:  # stopped after the final meta-test: it is run again
+        if state["step"] == self.steps:  # stopped after the final meta-test: it is run again
             records -= 1
-        self._resume_log = (records, self.step)
+        return records
 
     def save(self, learner: Learner) -> None:
-        save_checkpoint(self.checkpoint_state(learner), self.run_context.run_dir)
+        """A checkpoint in every run directory still training."""
+        if not self._runs or self._runs[0].index is None:
+            save_checkpoint(self.checkpoint_state(learner), self.run_context.run_dir)
+            return
+        for run in self._runs:
+            if run.stopped is None:
+                save_checkpoint(self.checkpoint_state(learner, run), run.run_dir)
 
     def seconds(self) -> float:
         return self._seconds_before + time.perf_counter() - self._started
@@ -261,24 +318,41 @@ class TrainingLoop:
     # --- the run ------------------------------------------------------------------------------
     def run(self, learner: Learner) -> tuple[MetaTestResult, float]:
         """Train to the end (continuing from the checkpoint when the run resumes); write
-        eval.json and summary.md; return the final meta-test and the training time."""
-        run_dir = self.run_context.run_dir
+        eval.json and summary.md; return the final meta-test and the training time. K seeds
+        trained together (components/seeds) write each of these in each seed's run directory
+        and return the first seed's meta-test."""
+        self._runs = runs = run_records(self.run_context, getattr(learner, "batched", False))
         self._fingerprint = config_fingerprint()
+        for run in runs:
+            run.fingerprint = (
+                self._fingerprint
+                if run.index is None
+                else config_fingerprint(with_seed(gin.config_str(), run.seed))
+            )
         if self.run_context.resume:
-            remove_stale_temporaries(run_dir)
-            self.restore(learner, load_checkpoint(run_dir, fingerprint=self._fingerprint))
+            for run in runs:
+                remove_stale_temporaries(run.run_dir)
+            states = [load_checkpoint(r.run_dir, fingerprint=r.fingerprint) for r in runs]
+            if runs[0].index is None:
+                self.restore(learner, states[0])
+            else:
+                self.restore_seeds(learner, states)
             out.print(f"resuming at step {self.step} of {self.steps}")
         if self.choice is None:
             self.settle_precision(learner)
         out.print(self.choice.describe())
-        add_to_run_record(run_dir, "precision", self.choice.to_dict())
         self._started = time.perf_counter()
-        self._log = log = MetricsLog(run_dir, resume=self._resume_log)
+        for run in runs:
+            add_to_run_record(run.run_dir, "precision", self.choice.to_dict())
+            resume = self._resume_log if run.index is None else run.resume_log
+            run.log = MetricsLog(run.run_dir, resume=resume)
+        self._log = runs[0].log
         eval_at = learner.evaluation_steps()
-        result = None
+        results = None
         # an algorithm of one's own written before `parts` existed: its losses are still checked
         parts = learner.parts() if hasattr(learner, "parts") else {}
-        self._watch = watch = FiniteWatch(parts)
+        # seeds trained together are checked seed by seed, from their losses (_stop_seeds)
+        self._watch = watch = FiniteWatch({} if runs[0].index is not None else parts)
         try:
             with _progress(self.show_progress) as bar, StopRequests() as stop:
                 task = bar.add_task("training", total=self.steps, completed=self.step)
@@ -286,8 +360,8 @@ class TrainingLoop:
                     if stop.requested:
                         self.save(learner)
                         raise TrainingStopped(
-                            f"{stop.requested} at step {self.step}: checkpoint written; "
-                            f"continue with: python tools/run.py --resume {run_dir}"
+                            f"{stop.requested} at step {self.step}: checkpoint written; continue "
+                            f"with: python tools/run.py --resume {self.run_context.run_dir}"
                         )
                     self.set_learning_rates(learner.optimizers())
                     watch.begin(self.step + 1)
@@ -300,14 +374,14 @@ class TrainingLoop:
                     if self.step % self.log_every == 0 or self.step == self.steps:
                         self.check_finite()
                         n = self.step % self.log_every or self.log_every
-                        log.write(
-                            self.step, "train", {k: float(v) / n for k, v in self._sums.items()}
-                        )
+                        for run in self._training():
+                            means = {k: float(run.value(v)) / n for k, v in self._sums.items()}
+                            run.log.write(self.step, "train", means)
                         self._sums = {}
                     if self.step in eval_at:
                         self.check_finite()
-                        result = self._evaluate_and_save(learner, log)
-                        bar.update(task, description=f"training · {result.describe()}")
+                        results = self._evaluate_and_save(learner)
+                        bar.update(task, description=f"training · {results[0].describe()}")
                     elif (
                         self.checkpoint_every
                         and self.step % self.checkpoint_every == 0
@@ -316,49 +390,91 @@ class TrainingLoop:
                         self.check_finite()
                         self.save(learner)
                     bar.update(task, completed=self.step)
-            result = self._evaluate_and_save(learner, log)
+            results = self._evaluate_and_save(learner)
         finally:
             watch.close()
-            log.close()
+            for run in runs:
+                if run.log is not None:
+                    run.log.close()
             self.meta_test.close()
         seconds = self.seconds()
-        record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
-        atomic_write_text(run_dir / "eval.json", json.dumps(record, indent=1))
-        atomic_write_text(run_dir / "summary.md", learner.summary(result, seconds))
-        return result, seconds
+        for run, result in zip(self._training(), results, strict=True):
+            record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
+            atomic_write_text(run.run_dir / "eval.json", json.dumps(record, indent=1))
+            summary = learner.summary(result, seconds, *([] if run.index is None else [run.index]))
+            atomic_write_text(run.run_dir / "summary.md", summary)
+        return results[0], seconds
 
-    def _evaluate_and_save(self, learner: Learner, log: MetricsLog) -> MetaTestResult:
-        try:
-            result = learner.evaluate()
-        except NonFiniteActions as e:
-            raise TrainingDiverged(
-                f"in the meta-test at step {self.step}, {e}; training stopped and "
-                f"{self._kept()}. Look at the encoder's task vectors on test contexts"
-            ) from e
-        record = result.to_dict()
-        log.write(self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)})
+    def _training(self) -> list[RunRecord]:
+        """The runs still training (all but seeds stopped early)."""
+        return [run for run in self._runs if run.stopped is None]
+
+    def _evaluate_and_save(self, learner: Learner) -> list[MetaTestResult]:
+        results = []
+        for run in self._training():
+            try:
+                result = (
+                    learner.evaluate()
+                    if run.index is None
+                    else learner.evaluate(seed_index=run.index)
+                )
+            except NonFiniteActions as e:
+                raise TrainingDiverged(
+                    f"in the meta-test at step {self.step}, {e}; training stopped and "
+                    f"{self._kept(run)}. Look at the encoder's task vectors on test contexts"
+                ) from e
+            record = result.to_dict()
+            run.log.write(
+                self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)}
+            )
+            results.append(result)
         self.save(learner)
-        return result
+        return results
 
     def check_finite(self) -> None:
         """Every loss summed since the last record, and every tensor of every part, is finite;
         else stop, naming where the first non-finite value appeared (`FiniteWatch`). Checked
         when logging and before a checkpoint, never per step, so the loop does not wait on the
-        device."""
+        device. Of K seeds trained together, only those whose losses went non-finite stop
+        (each seed's numbers depend on its own alone); training goes on while one remains."""
         losses = {k: v for k, v in self._sums.items() if k.startswith("loss_")}
+        since = self.step - (self.step % self.log_every or self.log_every) + 1
+        if self._runs and self._runs[0].index is not None:
+            self._stop_seeds(losses, since)
+            return
         findings = self._watch.check(losses) if self._watch else None
         if not findings:
             return
-        since = self.step - (self.step % self.log_every or self.log_every) + 1
         raise TrainingDiverged(
             f"{findings.describe(f'{since}-{self.step}')}; training stopped and "
             f"{self._kept()}. Lower the learning rates or the reward scale of the recipe, or "
             "fix the part named"
         )
 
-    def _kept(self) -> str:
+    def _stop_seeds(self, losses: dict[str, torch.Tensor], since: int) -> None:
+        """Seeds trained together: stop each seed whose summed losses are not finite."""
+        if self._watch is not None:
+            self._watch.forget()  # its evidence does not tell the seeds apart
+        for run in self._training():
+            bad = {k: float(run.value(v)) for k, v in losses.items()}
+            bad = {k: v for k, v in bad.items() if not math.isfinite(v)}
+            if bad:
+                what = ", ".join(f"{k} became {v}" for k, v in bad.items())
+                run.stopped = f"{what} in steps {since}-{self.step}"
+                err.print(
+                    f"[yellow]seed {run.seed} stopped:[/] {escape(run.stopped)}; "
+                    f"{escape(self._kept(run))}; the other seeds go on"
+                )
+        if not self._training():
+            every = "; ".join(f"seed {r.seed}: {r.stopped}" for r in self._runs)
+            raise TrainingDiverged(
+                f"every seed's losses went non-finite ({every}); lower the learning rates or the "
+                "reward scale of the recipe"
+            )
+
+    def _kept(self, run: RunRecord | None = None) -> str:
         """What a stopped run leaves to go back to."""
-        checkpoint = self.run_context.run_dir / CHECKPOINT
+        checkpoint = (run.run_dir if run is not None else self.run_context.run_dir) / CHECKPOINT
         if checkpoint.exists():
             return f"the last good checkpoint is {checkpoint}"
         return "no checkpoint had been written yet"

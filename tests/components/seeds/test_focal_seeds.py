@@ -61,3 +61,57 @@ def test_a_part_without_a_seed_batched_form_is_named(tiny_data, tmp_path):
     run_row("focalpp_seqwise.gin", "sparse_point_robot", tiny_data, tmp_path / "w", train=False)
     with pytest.raises(RecipeError, match=r"@\w+ \(in the encoder\).*cannot be trained with"):
         built("focalpp_seqwise.gin", tiny_data, tmp_path / "k", seeds=SEEDS)
+
+
+def grouped(recipe, tiny_data, root, seeds, *bindings):
+    """K seeds trained together to the end, each in its own run directory."""
+    from registry import RECIPES_DIR, RunContext, compose
+    from registry.recipes import build_algorithm
+
+    comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=seeds[0], device="cpu",
+                   bindings=[f"task_data.root = '{tiny_data}'", *bindings],
+                   recipes_dir=RECIPES_DIR)  # fmt: skip
+    dirs = tuple(root / f"s{s}" for s in seeds)
+    for d in dirs:
+        d.mkdir(parents=True)
+    context = RunContext(env="sparse_point_robot", scale="tiny", seed=seeds[0], run_dir=dirs[0],
+                         device="cpu", seeds=tuple(seeds), seed_dirs=dirs)  # fmt: skip
+    build_algorithm(comp.experiment, context).run()
+    return dirs
+
+
+def records(run_dir):
+    from components.reporting.metrics import read_metrics
+
+    return read_metrics(run_dir)
+
+
+RUN = ("loop.steps = 6", "loop.eval_every = 3", "loop.log_every = 2", "loop.precision = 'fp32'")
+
+
+def test_each_seeds_run_directory_holds_its_single_runs_records(tiny_data, tmp_path):
+    import json
+
+    seeds = (0, 3)
+    dirs = grouped("focal.gin", tiny_data, tmp_path / "k", seeds, *RUN)
+    for seed, d in zip(seeds, dirs, strict=True):
+        run_row("focal.gin", "sparse_point_robot", tiny_data, tmp_path / f"one{seed}",
+                seed=seed, bindings=RUN)  # fmt: skip
+        mine, theirs = records(d), records(tmp_path / f"one{seed}")
+        assert [(r["step"], r["kind"], sorted(r)) for r in mine] == [
+            (r["step"], r["kind"], sorted(r)) for r in theirs
+        ]
+        for a, b in zip(mine, theirs, strict=True):
+            for key, value in b.items():
+                if isinstance(value, float):
+                    assert a[key] == pytest.approx(value, rel=1e-4, abs=1e-4), (seed, key)
+        evals = [json.loads((p / "eval.json").read_text()) for p in (d, tmp_path / f"one{seed}")]
+        assert evals[0]["test_return_mean"] == pytest.approx(evals[1]["test_return_mean"], rel=1e-4)
+        assert (d / "summary.md").read_text().startswith(f"# s{seed}")
+        assert (d / "checkpoint.pt").is_file()
+
+
+def test_one_seed_trained_as_a_group_writes_the_single_runs_records(tiny_data, tmp_path):
+    (d,) = grouped("focal.gin", tiny_data, tmp_path / "k", (2,), *RUN)
+    run_row("focal.gin", "sparse_point_robot", tiny_data, tmp_path / "one", seed=2, bindings=RUN)
+    assert records(d) == records(tmp_path / "one")
