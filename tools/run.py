@@ -4,7 +4,8 @@
         [--seed N] [--device auto|cpu|cuda] [--gin_param 'name.arg = value' ...]
         [--plugin MODULE_OR_FILE ...]
         [--out DIR] [--label NAME] [--dry-run] [--debug]
-    python tools/run.py --resume RUN_DIR
+    python tools/run.py --recipe RECIPE --seeds 0-7 [--out PARENT] ...
+    python tools/run.py --resume RUN_DIR [RUN_DIR ...]
 
 Resolves the recipe (recipe → envs/<env>.gin → scales/<scale>.gin → --seed → --gin_param), prints
 the resolved choices, creates a fresh run directory, writes the operative `config.gin` and
@@ -20,11 +21,18 @@ machine) from its last checkpoint, with the choices recorded in its run.json; a 
 reported and left alone. Where the run's recipe or plugin file has moved, `--recipe NEW_PATH` or
 `--plugin NEW_PATH` says where it is now. One process trains in a run directory at a time: a
 run holds RUN_DIR/.lock while it trains, and a second resume of it is refused.
+
+`--seeds 0-7` (or `0,3,5`, `0-3,8`) trains the recipe with each of these seeds in one process,
+as one seed-batched model (components/seeds; docs/SWEEPS.md says when it pays): each seed gets a
+run directory of its own — `PARENT/<recipe>-<env>-s<seed>` with `--out PARENT`, else under
+`--runs-root` as a single run's — holding a single run's records, so reports and analyses read
+the K runs as K runs. `--resume` with those directories continues them together.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import shutil
@@ -37,6 +45,7 @@ import torch
 from rich.markup import escape
 from rich.table import Table
 
+from components.algorithms.seed_records import with_seed
 from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.checkpoint import CHECKPOINT
 from components.reporting.console import err, out, run_tool
@@ -45,6 +54,7 @@ from components.reporting.run_dir import (
     create_run_dir,
     default_run_dir,
     run_lock,
+    run_name,
 )
 from components.reporting.run_record import (
     compose_recorded,
@@ -74,16 +84,44 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--env", help="environment column: recipes/envs/<NAME>.gin")
     p.add_argument("--scale", help="scale: recipes/scales/<NAME>.gin (default from recipe: cpu)")
     p.add_argument("--seed", type=int, help="random seed (default from recipe: 0)")
+    p.add_argument(
+        "--seeds", type=parse_seeds, help="train these seeds in one process, e.g. 0-7 or 0,3,5"
+    )
     p.add_argument("--device", help="auto (default: CUDA if available), cpu, cuda or cuda:N")
     p.add_argument("--gin_param", action="append", default=[], help="extra gin binding")
     p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")
-    p.add_argument("--out", type=Path, help="run directory (must not exist)")
+    p.add_argument(
+        "--out", type=Path, help="run directory (must not exist); with --seeds, their parent"
+    )
     p.add_argument("--label", help="a name for this run's variant, kept in run.json for reports")
     p.add_argument("--runs-root", type=Path, default=Path("runs"), help="parent of default --out")
-    p.add_argument("--resume", type=Path, help="continue the run in this directory")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        nargs="+",
+        help="continue the run in this directory (or the seeds trained together in these)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
+
+
+def parse_seeds(spec: str) -> tuple[int, ...]:
+    """`0-7`, `0,3,5` or `0-3,8` -> the seeds, in order, each once."""
+    seeds: list[int] = []
+    try:
+        for part in spec.split(","):
+            first, _, last = part.strip().partition("-")
+            seeds += range(int(first), int(last or first) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: expected seeds as a range and/or a list, e.g. 0-7, 0,3,5 or 0-3,8"
+        ) from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{spec!r}: expected at least one seed, each once")
+    for seed in seeds:
+        check_seed(seed, "--seeds")
+    return tuple(seeds)
 
 
 def show_choices(comp: Composition) -> None:
@@ -132,11 +170,10 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def recorded_run(args: argparse.Namespace) -> dict:
+def recorded_run(args: argparse.Namespace, run_dir: Path) -> dict:
     """The run.json of `--resume RUN_DIR`, checked against any choice also given as a flag.
     `--recipe` is accepted where the recorded recipe file is not on this machine (a copied
     run directory): the checkpoint's configuration fingerprint still has to match."""
-    run_dir = args.resume
     record = read_run_record(run_dir, doing="resume")
     if args.out is not None:
         raise FocalppError("--resume continues the run in its own directory; drop --out")
@@ -202,18 +239,29 @@ def execute(args: argparse.Namespace) -> int:
         raise FocalppError("choose a recipe with --recipe, or a run to continue with --resume")
     if args.seed is not None:
         check_seed(args.seed, "--seed")
-    record = None
+    if args.seeds is not None and (args.seed is not None or args.resume is not None):
+        raise FocalppError(
+            "--seeds trains new runs of those seeds: drop --seed (and resume seeds trained "
+            "together with --resume and their run directories)"
+        )
+    records: list[dict] = []
     if args.resume is not None:
-        record = recorded_run(args)
-        if (args.resume / "eval.json").is_file():
-            return show_finished(args.resume)
-        comp = compose_recorded(record, args.resume)
+        dirs = list(dict.fromkeys(args.resume))
+        finished = [d for d in dirs if (d / "eval.json").is_file()]
+        for d in finished:
+            show_finished(d)
+        dirs = [d for d in dirs if d not in finished]
+        if not dirs:
+            return 0
+        records = [recorded_run(args, d) for d in dirs]
+        check_one_recipe(records, dirs)
+        comp = compose_recorded(records[0], dirs[0])
     else:
         comp = compose(
             args.recipe,
             env=args.env,
             scale=args.scale,
-            seed=args.seed,
+            seed=args.seeds[0] if args.seeds else args.seed,
             device=args.device,
             bindings=args.gin_param,
             plugins=args.plugin,
@@ -224,16 +272,46 @@ def execute(args: argparse.Namespace) -> int:
     if args.dry_run:
         show_bindings()
         return 0
-    if record is not None:
-        with run_lock(args.resume):
-            if (args.resume / "eval.json").is_file():  # finished by the lock's last holder
-                return show_finished(args.resume)
-            return train(args, comp, args.resume, record)
-    run_dir = create_run_dir(
-        args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)
-    )
-    with run_lock(run_dir, doing="run in"):
-        return train(args, comp, run_dir, None)
+    with contextlib.ExitStack() as locks:
+        if records:
+            for d in dirs:
+                locks.enter_context(run_lock(d))
+            if all((d / "eval.json").is_file() for d in dirs):  # finished by the locks' holders
+                return max(show_finished(d) for d in dirs)
+            seeds = tuple(r["seed"] for r in records)
+        else:
+            seeds = args.seeds or (exp.seed,)
+            dirs = [create_run_dir(d) for d in new_run_dirs(args, comp, seeds)]
+            for d in dirs:
+                locks.enter_context(run_lock(d, doing="run in"))
+        return train(args, comp, dirs, records, seeds)
+
+
+def new_run_dirs(args: argparse.Namespace, comp: Composition, seeds: tuple[int, ...]) -> list[Path]:
+    """A new run's directory (`--out`, else a fresh one under `--runs-root`); with `--seeds`,
+    one per seed: `--out/<recipe>-<env>-s<seed>`, else each under `--runs-root`."""
+    exp = comp.experiment
+    if args.seeds is None:
+        return [args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)]
+    if args.out is not None:
+        return [args.out / run_name(str(comp.recipe), exp.env, s) for s in seeds]
+    return [default_run_dir(args.runs_root, str(comp.recipe), exp.env, s) for s in seeds]
+
+
+def check_one_recipe(records: list[dict], dirs: list[Path]) -> None:
+    """Run directories resumed together must hold runs of one recipe that differ in their
+    seed only (seeds trained together)."""
+    same = ("recipe", "env", "scale", "device", "bindings", "plugins", "label")
+    for record, d in zip(records[1:], dirs[1:], strict=True):
+        differ = [k for k in same if record.get(k) != records[0].get(k)]
+        if differ:
+            raise FocalppError(
+                f"cannot resume {dirs[0]} and {d} together: their runs differ in "
+                f"{', '.join(differ)}, not only in the seed; resume each on its own"
+            )
+    seeds = [r["seed"] for r in records]
+    if len(set(seeds)) != len(seeds):
+        raise FocalppError(f"the run directories resumed together repeat a seed ({seeds})")
 
 
 def show_finished(run_dir: Path) -> int:
@@ -255,19 +333,28 @@ def show_finished(run_dir: Path) -> int:
     return 0
 
 
-def train(args: argparse.Namespace, comp: Composition, run_dir: Path, record: dict | None) -> int:
-    """Build the algorithm in `run_dir` (a fresh one, or `record`'s run resumed), train it to
-    the end and print its headline; the caller holds the run directory's lock."""
+def train(
+    args: argparse.Namespace,
+    comp: Composition,
+    run_dirs: list[Path],
+    records: list[dict],
+    seeds: tuple[int, ...],
+) -> int:
+    """Build the algorithm in `run_dirs` (fresh ones, or `records`' runs resumed; one per seed
+    for seeds trained together), train it to the end and print its headline; the caller holds
+    the run directories' locks."""
     exp = comp.experiment
-    resume = record is not None
-    seed_everything(exp.seed)
+    resume, grouped = bool(records), len(run_dirs) > 1 or args.seeds is not None
+    seed_everything(seeds[0])
     context = RunContext(
         env=exp.env,
         scale=exp.scale,
-        seed=exp.seed,
-        run_dir=run_dir,
+        seed=seeds[0],
+        run_dir=run_dirs[0],
         device=exp.device,
         resume=resume,
+        seeds=seeds if grouped else (),
+        seed_dirs=tuple(run_dirs) if grouped else (),
     )
     try:
         algorithm = build_algorithm(exp, context)
@@ -275,49 +362,63 @@ def train(args: argparse.Namespace, comp: Composition, run_dir: Path, record: di
             check_every_binding_used(algorithm, exp.analyses)
     except BaseException:
         if not resume:
-            shutil.rmtree(run_dir)  # nothing was produced yet: leave no half-made run behind
+            for d in run_dirs:
+                shutil.rmtree(d)  # nothing was produced yet: leave no half-made run behind
         raise
     for warning in shadowed_bindings():
         err.print(f"[yellow]warning:[/] {escape(warning)}")
     if resume:
-        check_dataset(algorithm, record, run_dir)
+        for record, d in zip(records, run_dirs, strict=True):
+            check_dataset(algorithm, record, d)
     else:  # a resumed run keeps its files until its checkpoint is accepted
-        atomic_write_text(run_dir / "config.gin", operative_config())
-        record = {
-            "recipe": portable(comp.recipe),
-            "algorithm": exp.algorithm_name,
-            "env": exp.env,
-            "scale": exp.scale,
-            "seed": exp.seed,
-            "device": exp.device,
-            "bindings": list(args.gin_param),
-            "label": args.label or "",
-            "plugins": [plugin_reference(p) for p in args.plugin],
-            "sources": [_portable_source(s) for s in comp.sources],
-            "binding_sources": [binding.to_dict() for binding in provenance()],
-            **_dataset_record(algorithm),
-        }
-        atomic_write_text(run_dir / "run.json", json.dumps(record, indent=1))
-    out.print(f"run directory: {escape(str(run_dir))}")
+        for seed, d in zip(seeds, run_dirs, strict=True):
+            atomic_write_text(d / "config.gin", seed_config(seed, grouped))
+            record = {
+                "recipe": portable(comp.recipe),
+                "algorithm": exp.algorithm_name,
+                "env": exp.env,
+                "scale": exp.scale,
+                "seed": seed,
+                "device": exp.device,
+                "bindings": list(args.gin_param),
+                "label": args.label or "",
+                "plugins": [plugin_reference(p) for p in args.plugin],
+                "sources": [_portable_source(s) for s in comp.sources],
+                "binding_sources": [binding.to_dict() for binding in provenance()],
+                **({"trained_with_seeds": list(seeds)} if grouped else {}),
+                **_dataset_record(algorithm),
+            }
+            atomic_write_text(d / "run.json", json.dumps(record, indent=1))
+    for d in run_dirs:
+        out.print(f"run directory: {escape(str(d))}")
     try:
         metrics = algorithm.run() or {}
     except BaseException as e:
-        if not resume and not (run_dir / CHECKPOINT).exists():
-            shutil.rmtree(run_dir)  # stopped before its first checkpoint: nothing to resume
+        if not resume and not any((d / CHECKPOINT).exists() for d in run_dirs):
+            for d in run_dirs:
+                shutil.rmtree(d)  # stopped before its first checkpoint: nothing to resume
             if isinstance(e, FocalppError):
-                e.args = (f"{e}\n(no checkpoint had been written: {run_dir} was removed)",)
+                where = ", ".join(str(d) for d in run_dirs)
+                e.args = (f"{e}\n(no checkpoint had been written: {where} removed)",)
         raise
-    atomic_write_text(run_dir / "config.gin", operative_config())
-    if exp.analyses:
-        results = analyse(run_dir, exp.analyses)
-        for name in exp.analyses:
-            out.print(escape(f"{name}: {scalars(results[name])}"))
+    for seed, d in zip(seeds, run_dirs, strict=True):
+        atomic_write_text(d / "config.gin", seed_config(seed, grouped))
+        if exp.analyses and (d / "eval.json").is_file():
+            results = analyse(d, exp.analyses)
+            for name in exp.analyses:
+                out.print(escape(f"{name}: {scalars(results[name])}"))
     headline = metrics.pop("headline", None)
     for key, value in metrics.items():
         out.print(escape(f"{key}: {value}"))
     if headline is not None:
         out.print(escape(str(headline)))
     return 0
+
+
+def seed_config(seed: int, grouped: bool) -> str:
+    """The operative configuration; of one of several seeds trained together, as that seed's
+    single run would have it."""
+    return with_seed(operative_config(), seed) if grouped else operative_config()
 
 
 def check_every_binding_used(algorithm, analyses: Sequence[str]) -> None:

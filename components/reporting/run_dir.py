@@ -18,10 +18,14 @@ from registry import FocalppError
 LOCK = ".lock"  # held by the one process that trains in a run directory
 
 
+def run_name(recipe: str, env: str, seed: int) -> str:
+    """`<recipe>-<env>-s<seed>`, as a file name."""
+    return re.sub(r"[^\w.-]+", "_", f"{Path(recipe).stem}-{env}-s{seed}")
+
+
 def default_run_dir(root: Path, recipe: str, env: str, seed: int) -> Path:
     """`<root>/<timestamp>-<recipe>-<env>-s<seed>`, suffixed `-2`, `-3`, ... if that exists."""
-    stem = re.sub(r"[^\w.-]+", "_", f"{Path(recipe).stem}-{env}-s{seed}")
-    base = root / f"{datetime.now():%Y%m%d-%H%M%S}-{stem}"
+    base = root / f"{datetime.now():%Y%m%d-%H%M%S}-{run_name(recipe, env, seed)}"
     path, n = base, 1
     while path.exists():
         n += 1

@@ -1,0 +1,131 @@
+"""`tools/run.py --seeds`: K seeds trained in one process, each in a run directory of its own
+that holds a single run's records; killed and resumed together they end exactly as if never
+stopped, and one seed's directory resumes on its own as a single run.
+
+Real subprocesses, one thread each (thread count changes float sums).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from components.reporting.checkpoint import load_checkpoint
+from components.reporting.run_record import load_trained
+from tests.conftest import cli
+from tests.tools.test_resume import ONE_THREAD, start_run, wait_for_step
+
+STEPS = 150
+SEEDS = (0, 1)
+
+
+def flags(data_root: Path, recipe: str = "focal.gin") -> list[str]:
+    bindings = (
+        f"task_data.root = '{data_root}'",
+        f"loop.steps = {STEPS}",
+        "loop.eval_every = 50",
+        "loop.log_every = 10",
+        "loop.checkpoint_every = 25",
+        "loop.precision = 'fp32'",
+    )
+    return [
+        *("--recipe", recipe, "--env", "sparse_point_robot", "--scale", "tiny"),
+        *(arg for b in bindings for arg in ("--gin_param", b)),
+    ]
+
+
+def seed_dirs(parent: Path) -> list[Path]:
+    return [parent / f"focal-sparse_point_robot-s{s}" for s in SEEDS]
+
+
+def final(run_dir: Path) -> tuple[str, dict]:
+    record = json.loads((run_dir / "eval.json").read_text())
+    record.pop("train_seconds")
+    return (run_dir / "metrics.jsonl").read_text(), record
+
+
+@pytest.fixture(scope="module")
+def together(tiny_data, tmp_path_factory) -> Path:
+    parent = tmp_path_factory.mktemp("seeds") / "together"
+    r = cli("run", *flags(tiny_data), "--seeds", "0-1", "--out", str(parent), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
+    return parent
+
+
+def test_each_seed_has_a_single_runs_directory(together):
+    for seed, d in zip(SEEDS, seed_dirs(together), strict=True):
+        record = json.loads((d / "run.json").read_text())
+        assert record["seed"] == seed and record["trained_with_seeds"] == list(SEEDS)
+        assert f"experiment.seed = {seed}" in (d / "config.gin").read_text()
+        assert load_checkpoint(d)["step"] == STEPS
+        trained = load_trained(d)  # as an analysis loads a single run: same configuration
+        assert trained.run_context.seed == seed and not trained.batched
+
+
+def test_killed_and_resumed_together_ends_as_if_never_stopped(together, tiny_data, tmp_path):
+    parent = tmp_path / "killed"
+    proc = start_run([*flags(tiny_data), "--seeds", "0-1", "--out", str(parent)])
+    dirs = seed_dirs(parent)
+    wait_for_step(dirs[-1], 65, proc)
+    proc.kill()
+    proc.wait()
+    step = load_checkpoint(dirs[0])["step"]
+    assert 50 <= step < STEPS and load_checkpoint(dirs[1])["step"] == step
+    r = cli("run", "--resume", *map(str, dirs), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
+    assert f"resuming at step {step} of {STEPS}" in r.stdout
+    for mine, theirs in zip(dirs, seed_dirs(together), strict=True):
+        assert final(mine) == final(theirs)
+
+
+def test_one_seed_resumes_on_its_own_as_a_single_run(together, tiny_data, tmp_path):
+    parent = tmp_path / "alone"
+    proc = start_run([*flags(tiny_data), "--seeds", "0-1", "--out", str(parent)])
+    dirs = seed_dirs(parent)
+    wait_for_step(dirs[-1], 65, proc)
+    proc.kill()
+    proc.wait()
+    r = cli("run", "--resume", str(dirs[1]), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
+    mine = json.loads((dirs[1] / "eval.json").read_text())
+    theirs = json.loads((seed_dirs(together)[1] / "eval.json").read_text())
+    # the single run's kernels, not the batched ones: equal to fp32 rounding, not bit for bit
+    assert mine["test_return_mean"] == pytest.approx(theirs["test_return_mean"], rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--seeds", "3-1"], "expected at least one seed"),
+        (["--seeds", "0,0"], "each once"),
+        (["--seeds", "a-b"], "expected seeds as a range"),
+        (["--seeds", "0-1", "--seed", "2"], "drop --seed"),
+    ],
+)
+def test_bad_seeds_are_refused(tiny_data, tmp_path, args, says):
+    r = cli("run", *flags(tiny_data), *args, "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_part_without_a_seed_batched_form_leaves_nothing_behind(tiny_data, tmp_path):
+    r = cli("run", *flags(tiny_data, "focalpp.gin"), "--seeds", "0-1", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "cannot be trained with several seeds" in r.stderr, r.stderr
+    assert not any((tmp_path / "x").glob("*/run.json"))
+
+
+def test_runs_of_different_recipes_are_not_resumed_together(together, tiny_data, tmp_path):
+    other = tmp_path / "other"
+    r = cli("run", *flags(tiny_data, "focalpp_batchwise.gin"), "--out", str(other),
+            "--gin_param", "loop.steps = 2")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (other / "eval.json").unlink()
+    mine = seed_dirs(together)[0]
+    (mine / "eval.json").rename(mine / "eval.kept")
+    try:
+        r = cli("run", "--resume", str(mine), str(other))
+        assert r.returncode == 2 and "not only in the seed" in r.stderr, r.stderr
+    finally:
+        (mine / "eval.kept").rename(mine / "eval.json")
