@@ -24,8 +24,8 @@ run holds RUN_DIR/.lock while it trains, and a second resume of it is refused.
 
 `--seeds 0-7` (or `0,3,5`, `0-3,8`) trains the recipe with each of these seeds in one process,
 as one seed-batched model (components/seeds; docs/SWEEPS.md says when it pays): each seed gets a
-run directory of its own — `PARENT/<recipe>-<env>-s<seed>` with `--out PARENT`, else under
-`--runs-root` as a single run's — holding a single run's records, so reports and analyses read
+run directory of its own — `PARENT/<recipe>-<env>-s<seed>` with `--out PARENT`, the name
+given with `--out 'DIR/NAME-s{seed}'`, else under `--runs-root` as a single run's — holding a single run's records, so reports and analyses read
 the K runs as K runs. `--resume` with those directories continues them together.
 """
 
@@ -91,7 +91,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--gin_param", action="append", default=[], help="extra gin binding")
     p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")
     p.add_argument(
-        "--out", type=Path, help="run directory (must not exist); with --seeds, their parent"
+        "--out",
+        type=Path,
+        help="run directory (must not exist); with --seeds their parent, or a name with {seed}",
     )
     p.add_argument("--label", help="a name for this run's variant, kept in run.json for reports")
     p.add_argument("--runs-root", type=Path, default=Path("runs"), help="parent of default --out")
@@ -293,6 +295,8 @@ def new_run_dirs(args: argparse.Namespace, comp: Composition, seeds: tuple[int, 
     exp = comp.experiment
     if args.seeds is None:
         return [args.out or default_run_dir(args.runs_root, str(comp.recipe), exp.env, exp.seed)]
+    if args.out is not None and "{seed}" in str(args.out):  # each seed's directory named
+        return [Path(str(args.out).replace("{seed}", str(s))) for s in seeds]
     if args.out is not None:
         return [args.out / run_name(str(comp.recipe), exp.env, s) for s in seeds]
     return [default_run_dir(args.runs_root, str(comp.recipe), exp.env, s) for s in seeds]

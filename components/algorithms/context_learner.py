@@ -243,8 +243,15 @@ class ContextLearner(ABC):
         return f"{sizes} {hashlib.sha256(' '.join(shapes).encode()).hexdigest()[:16]}"
 
     def run(self) -> dict[str, Any]:
-        """Train to the end (the loop); the final meta-test's headline numbers."""
+        """Train to the end (the loop); the final meta-test's headline numbers (for K seeds
+        trained together, each seed's headline)."""
         result, seconds = self.loop.run(self)
+        if self.batched:
+            headline = "; ".join(
+                f"seed {run.seed}: {r.describe()}"
+                for run, r in zip(self.loop.finished, self.loop.final_results, strict=True)
+            )
+            return {"train_seconds": round(seconds, 1), "headline": headline}
         summary = {
             "test_return_mean": round(result.mean, 4),
             "test_return_std": round(result.std, 4),

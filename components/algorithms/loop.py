@@ -398,6 +398,7 @@ class TrainingLoop:
                     run.log.close()
             self.meta_test.close()
         seconds = self.seconds()
+        self.finished, self.final_results = self._training(), results  # each run's last test
         for run, result in zip(self._training(), results, strict=True):
             record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
             atomic_write_text(run.run_dir / "eval.json", json.dumps(record, indent=1))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from components.reporting.checkpoint import CHECKPOINT
-from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec
+from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec, SeedGroupSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools"
@@ -34,7 +34,7 @@ USER_ERROR = 2  # tools/run.py's exit status for a bad recipe, binding or datase
 class Job:
     """A run (or dataset job), the study directory, and how many threads it may use."""
 
-    spec: RunSpec | CollectSpec | AnalyzeSpec
+    spec: RunSpec | SeedGroupSpec | CollectSpec | AnalyzeSpec
     study_dir: str
     threads: int = 1
 
@@ -83,6 +83,8 @@ def execute(job: Job) -> Outcome:
 
 def _execute(job: Job, lock_fd: int) -> Outcome:
     name, run_dir = job.spec.name, job.run_dir
+    if isinstance(job.spec, SeedGroupSpec):
+        return _execute_group(job, lock_fd)
     if job.spec.tool != "run":  # collect.py and analyze.py: done when they exit cleanly
         proc = _subprocess(job, job.spec.run_args(), lock_fd)
         if proc.returncode == 0:
@@ -101,6 +103,43 @@ def _execute(job: Job, lock_fd: int) -> Outcome:
     if proc.returncode == 0 and (run_dir / "eval.json").is_file():
         return Outcome(name, "done", how)
     return Outcome(name, "failed", how, _reason(proc), retryable=proc.returncode != USER_ERROR)
+
+
+def _execute_group(job: Job, lock_fd: int) -> Outcome:
+    """Seeds trained together: the unfinished members resumed together where each has a
+    checkpoint, the others (never checkpointed) started afresh together."""
+    spec, runs = job.spec, Path(job.study_dir) / "runs"
+    dirs = {m.seed: runs / m.name for m in spec.members}
+    todo = {seed: d for seed, d in dirs.items() if not (d / "eval.json").is_file()}
+    if not todo:
+        return Outcome(spec.name, "done", "skipped")
+    resumable = [d for d in todo.values() if (d / CHECKPOINT).is_file()]
+    fresh = [seed for seed, d in todo.items() if not (d / CHECKPOINT).is_file()]
+    hows, procs = [], []
+    if resumable:
+        hows.append("resumed")
+        procs.append(_subprocess(job, ["--resume", *map(str, resumable)], lock_fd))
+    if fresh:
+        for seed in fresh:
+            if dirs[seed].exists():  # died before its first checkpoint: nothing worth keeping
+                shutil.rmtree(dirs[seed])
+        runs.mkdir(parents=True, exist_ok=True)
+        args = spec.run_args()
+        at = args.index("--seeds")
+        args[at + 1] = ",".join(map(str, fresh))
+        hows.append("ran")
+        procs.append(_subprocess(job, [*args, "--out", spec.out_template(runs)], lock_fd))
+    how = " and ".join(hows)
+    if all((d / "eval.json").is_file() for d in dirs.values()):
+        return Outcome(spec.name, "done", how)
+    failed = (
+        next(p for p in procs if p.returncode != 0)
+        if any(p.returncode for p in procs)
+        else procs[-1]
+    )
+    return Outcome(
+        spec.name, "failed", how, _reason(failed), retryable=failed.returncode != USER_ERROR
+    )
 
 
 def _subprocess(job: Job, args: list[str], lock_fd: int) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ from typing import Any
 
 from components.reporting.run_dir import atomic_write_text, make_dirs
 from components.sweep.job import Job, Outcome, run_summary
-from components.sweep.study import AnalyzeSpec, Study, StudyError
+from components.sweep.study import AnalyzeSpec, SeedGroupSpec, Study, StudyError
 from registry.renames import renamed_binding
 
 INDEX = "index.json"
@@ -62,10 +62,10 @@ def run_study(
     }
     jobs = [
         Job(spec, str(out), study.threads_per_run)
-        for spec in study.runs()
-        if spec.env not in unbuilt
+        for spec in study.jobs()
+        if _env(spec) not in unbuilt
     ]
-    final, attempts = _with_retries(backend, jobs, study.retries, on_outcome)
+    final, attempts = _members(*_with_retries(backend, jobs, study.retries, on_outcome), jobs, out)
     analysed: dict[str, Outcome] = {}
     if study.analyses:
         jobs = [
@@ -95,6 +95,27 @@ def run_study(
     index = _index(study, backend_name, out, final, attempts, before, datasets, analysed)
     atomic_write_text(out / INDEX, json.dumps(index, indent=1))
     return index
+
+
+def _env(spec) -> str:
+    return spec.members[0].env if isinstance(spec, SeedGroupSpec) else spec.env
+
+
+def _members(final: dict[str, Outcome], attempts: dict[str, int], jobs: list[Job], out: Path):
+    """Outcomes and attempts per run: a group of seeds trained together gives each member
+    the group's, done where the member's run finished."""
+    for job in jobs:
+        spec = job.spec
+        if not isinstance(spec, SeedGroupSpec):
+            continue
+        group, tries = final.pop(spec.name), attempts.pop(spec.name)
+        for member in spec.members:
+            finished = (out / "runs" / member.name / "eval.json").is_file()
+            status = "done" if finished else "failed"
+            reason = "" if finished else group.reason or "did not finish"
+            final[member.name] = Outcome(member.name, status, group.how, reason, group.retryable)
+            attempts[member.name] = tries
+    return final, attempts
 
 
 def _shards(study: Study, env: str):

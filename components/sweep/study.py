@@ -9,6 +9,8 @@
     plugins = []                                 # optional: --plugin for every run
     retries = 1                                  # optional: re-runs of a run that died
     threads_per_run = 1                          # optional: torch threads of each run
+    seeds_per_process = 1                        # optional: K > 1 trains each K seeds of a
+                                                 # recipe in one process (tools/run.py --seeds)
     dataset_shards = 0                           # optional: build each env's dataset in K
                                                  # task shards on the backend first (K ≥ 2)
     analyses = ["embedding_variance"]            # optional: tools/analyze.py on each run
@@ -101,6 +103,29 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
+class SeedGroupSpec:
+    """Runs of one recipe, environment and variant that differ only in their seed, trained in
+    one process as one seed-batched model (`tools/run.py --seeds`); each keeps its own run
+    directory, named as its single run's."""
+
+    name: str
+    members: tuple[RunSpec, ...]
+    tool = "run"
+
+    def run_args(self) -> list[str]:
+        """`tools/run.py` arguments that start the group (the job adds `--out`)."""
+        args = self.members[0].run_args()
+        at = args.index("--seed")
+        seeds = ",".join(str(m.seed) for m in self.members)
+        return [*args[:at], "--seeds", seeds, *args[at + 2 :]]
+
+    def out_template(self, runs_dir: Path) -> str:
+        """`--out` for the group: the members' directories, `{seed}` standing for the seed."""
+        first = self.members[0]
+        return str(runs_dir / f"{first.name.removesuffix(f'-s{first.seed}')}-s{{seed}}")
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     recipes: tuple[str, ...]
@@ -111,6 +136,7 @@ class Study:
     plugins: tuple[str, ...] = ()
     retries: int = 1
     threads_per_run: int = 1
+    seeds_per_process: int = 1
     dataset_shards: int = 0
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     analyses: tuple[str, ...] = ()
@@ -149,6 +175,23 @@ class Study:
             for seed in self.seeds
         ]
 
+    def jobs(self) -> list[RunSpec | SeedGroupSpec]:
+        """What the backend executes: each run, or with `seeds_per_process` = K each K
+        consecutive seeds of a recipe, environment and variant as one job."""
+        runs, k = self.runs(), self.seeds_per_process
+        if k <= 1:
+            return list(runs)
+        jobs: list[RunSpec | SeedGroupSpec] = []
+        n = len(self.seeds)
+        for start in range(0, len(runs), n):  # runs() is seed-minor: one block per row
+            block = runs[start : start + n]
+            for i in range(0, n, k):
+                members = tuple(block[i : i + k])
+                first, last = members[0], members[-1]
+                stem = first.name.removesuffix(f"-s{first.seed}")
+                jobs.append(SeedGroupSpec(f"{stem}-s{first.seed}-{last.seed}", members))
+        return jobs
+
     def check(self) -> None:
         """Every plugin loads, and every recipe, environment column, scale and analysis (built
         in or from a plugin) exists, before any run."""
@@ -180,6 +223,7 @@ class Study:
             "plugins": list(self.plugins),
             "retries": self.retries,
             "threads_per_run": self.threads_per_run,
+            "seeds_per_process": self.seeds_per_process,
             "dataset_shards": self.dataset_shards,
             "variants": {k: list(v) for k, v in self.variants.items()},
             "analyses": list(self.analyses),
@@ -193,6 +237,7 @@ OPTIONAL = {
     "plugins": list,
     "retries": int,
     "threads_per_run": int,
+    "seeds_per_process": int,
     "dataset_shards": int,
     "variants": dict,
     "analyses": list,
@@ -243,6 +288,8 @@ def load_study(path: Path) -> Study:
         )
     if raw.get("retries", 1) < 0 or raw.get("threads_per_run", 1) < 1:
         raise StudyError(f"{path}: `retries` must be ≥ 0 and `threads_per_run` ≥ 1")
+    if raw.get("seeds_per_process", 1) < 1:
+        raise StudyError(f"{path}: `seeds_per_process` must be ≥ 1 (1: one run per process)")
     if raw.get("dataset_shards", 0) < 0 or raw.get("dataset_shards", 0) == 1:
         raise StudyError(f"{path}: `dataset_shards` must be 0 (no sharding) or ≥ 2")
     for name, extra in raw.get("variants", {}).items():
@@ -264,6 +311,7 @@ def load_study(path: Path) -> Study:
         plugins=tuple(raw.get("plugins", ())),
         retries=raw.get("retries", 1),
         threads_per_run=raw.get("threads_per_run", 1),
+        seeds_per_process=raw.get("seeds_per_process", 1),
         dataset_shards=raw.get("dataset_shards", 0),
         variants={k: tuple(v) for k, v in raw.get("variants", {}).items()},
         analyses=tuple(raw.get("analyses", ())),

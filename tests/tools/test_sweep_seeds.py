@@ -1,0 +1,73 @@
+"""A study with `seeds_per_process`: each K seeds of a row train in one process, each seed in
+the run directory its single run would have, and the index lists every run as for single runs;
+a group killed mid-way resumes together when the study runs again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from components.sweep.study import SeedGroupSpec, load_study
+from tests.conftest import cli, logged_steps
+from tests.tools.test_sweep import sweep, write_study
+
+
+def grouped_study(path: Path, data_root: Path, k: int = 2) -> Path:
+    write_study(path, data_root, seeds=(0, 1, 2), steps=400)
+    path.write_text(path.read_text() + f"seeds_per_process = {k}\nthreads_per_run = 1\n")
+    return path
+
+
+def kill_group_when_logged(out: Path, run_dir: Path, step: int, proc) -> None:
+    """SIGKILL the tools/run.py process training in the study `out` once `run_dir` has
+    logged `step` (a group's command line names its directories by a template)."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if any(logged >= step for logged in logged_steps(run_dir)):
+            for pid in Path("/proc").iterdir():
+                try:
+                    argv = (pid / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if any(b"run.py" in a for a in argv) and any(str(out).encode() in a for a in argv):
+                    os.kill(int(pid.name), signal.SIGKILL)
+                    return
+        time.sleep(0.02)
+    raise AssertionError(f"{run_dir} never reached step {step}")
+
+
+def test_jobs_group_the_seeds_of_each_row(tiny_data, tmp_path):
+    study = load_study(grouped_study(tmp_path / "s.toml", tiny_data))
+    jobs = study.jobs()
+    assert [j.name for j in jobs] == [
+        "focal-sparse_point_robot-s0-1",
+        "focal-sparse_point_robot-s2-2",
+    ]
+    assert isinstance(jobs[0], SeedGroupSpec) and "--seeds" in jobs[0].run_args()
+    assert jobs[0].run_args()[jobs[0].run_args().index("--seeds") + 1] == "0,1"
+
+
+def test_a_grouped_study_writes_single_runs_and_resumes_a_killed_group(tiny_data, tmp_path):
+    spec = grouped_study(tmp_path / "s.toml", tiny_data)
+    out = tmp_path / "study"
+    proc = sweep(str(spec), "--out", str(out), "--workers", "1")
+    kill_group_when_logged(out, out / "runs" / "focal-sparse_point_robot-s1", 50, proc)
+    proc.communicate(timeout=300)
+    r = cli("sweep", str(spec), "--out", str(out), "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    index = json.loads((out / "index.json").read_text())
+    assert [(run["name"], run["status"]) for run in index["runs"]] == [
+        (f"focal-sparse_point_robot-s{s}", "done") for s in (0, 1, 2)
+    ]
+    assert {run["how"] for run in index["runs"][:2]} == {"resumed"}
+    for seed in (0, 1, 2):
+        record = json.loads(
+            (out / "runs" / f"focal-sparse_point_robot-s{seed}" / "run.json").read_text()
+        )
+        assert record["seed"] == seed
+    report = cli("report", str(out))
+    assert report.returncode == 0 and "focal" in report.stdout, report.stderr
