@@ -47,6 +47,7 @@ class StepConfig:
     phase: str | None = None
     compile: bool = False
     flops: bool = False  # count the step's FLOPs (paper-size rows)
+    seeds: int = 0  # K > 0: seeds 0..K-1 trained together as one model (components/seeds)
 
 
 def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | None = None):
@@ -70,7 +71,16 @@ def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | Non
         recipes_dir=RECIPES_DIR,
     )
     run_dir = Path(tempfile.mkdtemp(prefix="focalpp-bench-"))
-    context = RunContext(env=config.env, scale=config.scale, seed=0, run_dir=run_dir, device=device)
+    seeds = tuple(range(config.seeds))
+    context = RunContext(
+        env=config.env,
+        scale=config.scale,
+        seed=0,
+        run_dir=run_dir,
+        device=device,
+        seeds=seeds,
+        seed_dirs=tuple(run_dir / f"s{s}" for s in seeds),
+    )
     trainer = build_algorithm(comp.experiment, context)
     if config.phase == "student":
         trainer.step = trainer.teacher_steps
