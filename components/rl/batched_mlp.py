@@ -13,6 +13,7 @@ import math
 import torch
 from torch import nn
 
+from components.seeds.layers import seed_layer, unview
 from registry import register
 from registry.constraints import Widths
 from registry.validation import check_arguments
@@ -34,6 +35,36 @@ class BatchedLinear(nn.Module):
         if models is None:
             return torch.baddbmm(self.bias, x, self.weight)
         return torch.baddbmm(self.bias[models], x, self.weight[models])
+
+
+class SeedBatchedLinear(nn.Module):
+    """K seeds' `BatchedLinear`s of M models each (weight [K, M, in, out], bias [K, M, 1, out]):
+    x [M, K·R, in] -> [M, K·R, out], model m of seed k on seed k's rows of x[m]."""
+
+    def __init__(self, seeds: int, n_models: int, in_features: int, out_features: int):
+        super().__init__()
+        self.seeds, self.n_models, self.out_features = seeds, n_models, out_features
+        self.weight = nn.Parameter(torch.empty(seeds, n_models, in_features, out_features))
+        self.bias = nn.Parameter(torch.empty(seeds, n_models, 1, out_features))
+
+    def forward(self, x: torch.Tensor, models: torch.Tensor | None = None) -> torch.Tensor:
+        if models is not None:
+            raise NotImplementedError(
+                "a seed-batched BatchedLinear evaluates all its models: `models` is not supported"
+            )
+        k, m = self.seeds, self.n_models
+        if k == 1:
+            return torch.baddbmm(self.bias[0], x, self.weight[0])
+        # x [M, K·R, in] is [M·K, R, in] as it lies; the weights (small) are put model-major
+        rows = x.reshape(m * k, -1, x.shape[-1])
+        weight = self.weight.transpose(0, 1).reshape(m * k, *self.weight.shape[2:])
+        bias = self.bias.transpose(0, 1).reshape(m * k, 1, -1)
+        return unview(torch.baddbmm(bias, rows, weight), (m, -1, self.out_features))
+
+
+seed_layer(
+    BatchedLinear, SeedBatchedLinear, lambda single, k: SeedBatchedLinear(k, *single.weight.shape)
+)
 
 
 @register("network", "batched_mlp")

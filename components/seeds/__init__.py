@@ -19,19 +19,19 @@ seed k's rows (`layers.py`). What does change:
 
 from components.seeds.check import batches_seeds, check_seed_batching
 from components.seeds.layers import (
-    SeedBatchedLinear,
     SeedLayerNorm,
     SeedLinear,
     seed_count,
+    seed_layer,
     stack_modules,
     stack_states,
     unstack_state,
+    unview,
 )
 from components.seeds.reduce import per_row, per_seed, per_seed_mean
 from components.seeds.streams import SeedStreams, drawing_from, rand, randn_like
 
 __all__ = [
-    "SeedBatchedLinear",
     "SeedLayerNorm",
     "SeedLinear",
     "SeedStreams",
@@ -44,7 +44,9 @@ __all__ = [
     "rand",
     "randn_like",
     "seed_count",
+    "seed_layer",
     "stack_modules",
     "stack_states",
     "unstack_state",
+    "unview",
 ]

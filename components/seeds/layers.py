@@ -10,14 +10,12 @@ stacked load into it (`stack_states`).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-from components.rl.batched_mlp import BatchedLinear
 
 SEEDS_ATTRIBUTE = "seeds"  # every module of a stacked tree carries K here
 
@@ -37,7 +35,7 @@ def _rows(x: torch.Tensor, seeds: int) -> torch.Tensor:
     return x.reshape(seeds, -1, x.shape[-1])
 
 
-def _unview(y: torch.Tensor, shape) -> torch.Tensor:
+def unview(y: torch.Tensor, shape) -> torch.Tensor:
     """y reshaped, as a tensor of its own for autograd (as `torch.matmul` returns its result):
     an in-place op on a view (the ReLU after a linear layer) would make the backward pass copy
     the whole output."""
@@ -62,7 +60,7 @@ class SeedLinear(nn.Module):
             y = torch.bmm(rows, weight)
         else:
             y = torch.baddbmm(self.bias.unsqueeze(1), rows, weight)
-        return _unview(y, (*x.shape[:-1], self.out_features))
+        return unview(y, (*x.shape[:-1], self.out_features))
 
 
 class SeedLayerNorm(nn.Module):
@@ -80,46 +78,41 @@ class SeedLayerNorm(nn.Module):
             return F.layer_norm(x, d, self.weight[0], self.bias[0], self.eps)
         y = F.layer_norm(_rows(x, self.seeds), d, eps=self.eps)
         y = torch.addcmul(self.bias.unsqueeze(1), y, self.weight.unsqueeze(1))
-        return _unview(y, x.shape)
+        return unview(y, x.shape)
 
 
-class SeedBatchedLinear(nn.Module):
-    """K seeds' `BatchedLinear`s of M models each (weight [K, M, in, out], bias [K, M, 1, out]):
-    x [M, K·R, in] -> [M, K·R, out], model m of seed k on seed k's rows of x[m]."""
+def _seed_linear(single: nn.Linear, seeds: int) -> nn.Module:
+    return SeedLinear(seeds, single.in_features, single.out_features, single.bias is not None)
 
-    def __init__(self, seeds: int, n_models: int, in_features: int, out_features: int):
-        super().__init__()
-        self.seeds, self.n_models, self.out_features = seeds, n_models, out_features
-        self.weight = nn.Parameter(torch.empty(seeds, n_models, in_features, out_features))
-        self.bias = nn.Parameter(torch.empty(seeds, n_models, 1, out_features))
 
-    def forward(self, x: torch.Tensor, models: torch.Tensor | None = None) -> torch.Tensor:
-        if models is not None:
-            raise NotImplementedError(
-                "a seed-batched BatchedLinear evaluates all its models: `models` is not supported"
-            )
-        k, m = self.seeds, self.n_models
-        if k == 1:
-            return torch.baddbmm(self.bias[0], x, self.weight[0])
-        # x [M, K·R, in] is [M·K, R, in] as it lies; the weights (small) are put model-major
-        rows = x.reshape(m * k, -1, x.shape[-1])
-        weight = self.weight.transpose(0, 1).reshape(m * k, *self.weight.shape[2:])
-        bias = self.bias.transpose(0, 1).reshape(m * k, 1, -1)
-        return _unview(torch.baddbmm(bias, rows, weight), (m, -1, self.out_features))
+def _seed_layer_norm(single: nn.LayerNorm, seeds: int) -> nn.Module:
+    if len(single.normalized_shape) != 1 or not single.elementwise_affine:
+        raise ValueError("only affine layer norms over the last dimension can be stacked")
+    return SeedLayerNorm(seeds, single.normalized_shape[0], single.eps)
+
+
+# layer class -> its seed-batched form (weights not yet set); a part's own layer registers its
+# form with `seed_layer` (components/rl/batched_mlp.py does for `BatchedLinear`)
+SEED_LAYERS: dict[type, Callable[[Any, int], nn.Module]] = {
+    nn.Linear: _seed_linear,
+    nn.LayerNorm: _seed_layer_norm,
+}
+
+
+def seed_layer(layer: type, form: type, make: Callable[[Any, int], nn.Module]) -> None:
+    """Declare `make(single, K)`, an instance of `form`, as the seed-batched form of the layer
+    class `layer` (its parameter names and shapes as the single layer's with a leading K)."""
+    SEED_LAYERS[layer] = make
+    SEED_FORMS.add(form)
 
 
 def _batched_layer(single: nn.Module, seeds: int) -> nn.Module | None:
     """The seed-batched layer for a single one (its weights not yet set), or None."""
-    if type(single) is nn.Linear:
-        return SeedLinear(seeds, single.in_features, single.out_features, single.bias is not None)
-    if type(single) is nn.LayerNorm:
-        if len(single.normalized_shape) != 1 or not single.elementwise_affine:
-            raise ValueError("only affine layer norms over the last dimension can be stacked")
-        return SeedLayerNorm(seeds, single.normalized_shape[0], single.eps)
-    if type(single) is BatchedLinear:
-        n, i, o = single.weight.shape
-        return SeedBatchedLinear(seeds, n, i, o)
-    return None
+    make = SEED_LAYERS.get(type(single))
+    return None if make is None else make(single, seeds)
+
+
+SEED_FORMS: set[type] = {SeedLinear, SeedLayerNorm}  # layers already seed-batched
 
 
 def stack_modules(singles: Sequence[nn.Module]) -> nn.Module:
@@ -142,7 +135,7 @@ def stack_modules(singles: Sequence[nn.Module]) -> nn.Module:
                 parent, _, child = name.rpartition(".")
                 setattr(batched.get_submodule(parent) if parent else batched, child, layer)
     for module in batched.modules():  # parameters and buffers of other modules: [K, ...]
-        if isinstance(module, SeedLinear | SeedLayerNorm | SeedBatchedLinear):
+        if type(module) in SEED_FORMS:
             continue
         for pname, p in list(module._parameters.items()):
             if p is not None:
