@@ -32,7 +32,6 @@ class FocalDML(nn.Module):
         Example (task vectors of four context batches, two tasks each seen twice):
             >>> import torch
             >>> from components.objectives.embeddings import TaskEmbeddings
-    from components.seeds import per_seed
             >>> z = torch.randn(4, 8, 5)  # [T, B, Z] per-transition embeddings
             >>> terms = FocalDML()(TaskEmbeddings(z, z.mean(1), torch.tensor([0, 1, 0, 1])))
             >>> sorted(terms), int(terms["dml_positive_pairs"])

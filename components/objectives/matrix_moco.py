@@ -30,7 +30,6 @@ class MatrixMoCo(nn.Module):
         Example (query and key embeddings of four distinct tasks):
             >>> import torch
             >>> from components.objectives.embeddings import TaskEmbeddings
-    from components.seeds import per_seed
             >>> q, k = torch.randn(4, 8, 5), torch.randn(4, 8, 5)  # [T, B, Z]
             >>> emb = TaskEmbeddings(q, q.mean(1), torch.arange(4), key=k, key_mean=k.mean(1))
             >>> [name for name in MatrixMoCo()(emb) if name.startswith("loss_")]
