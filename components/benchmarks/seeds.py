@@ -19,7 +19,7 @@ from components.benchmarks.tables import table
 from components.benchmarks.training import StepConfig, build_trainer, step_ms
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPES = ("focal.gin", "focalpp_batchwise.gin", "focalpp_contrastive.gin")
+RECIPES = ("focal.gin", "focalpp.gin")
 
 
 def bench_seeds(quick: bool, figures_dir: Path | None = None) -> list[dict]:

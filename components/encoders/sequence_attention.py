@@ -19,7 +19,8 @@ from torch.utils.checkpoint import checkpoint
 
 from components.encoders.short_attention import check_layer, encoder_layer
 from components.encoders.tokenizers import ComponentTokenizer
-from registry import register
+from components.seeds.streams import active
+from registry import RecipeError, register
 from registry.constraints import Fraction, PositiveInt
 
 
@@ -39,6 +40,8 @@ class SequenceAttentionEncoder(nn.Module):
             again there (the same random draws, the same numbers): about a third more of the
             encoder's work for a sixth of its activation memory.
     """
+
+    seed_batching = True  # components/seeds: every transition's tokens on their own
 
     def __init__(
         self,
@@ -67,6 +70,12 @@ class SequenceAttentionEncoder(nn.Module):
         t = context.shape[0]
         x = rearrange(self.tokenizer(context), "t b l d -> (t b) l d")
         recompute = self.recompute and torch.is_grad_enabled()
+        if recompute and active() is not None and self.blocks.layers[0].dropout.p > 0:
+            raise RecipeError(
+                "sequence_attention.recompute = True with dropout replays a block's random "
+                "draws from torch's generator, not from each seed's stream: with several seeds "
+                "in one process set sequence_attention.recompute = False (or dropout = 0)"
+            )
         for layer in self.blocks.layers:
             if recompute:  # the block's random state is kept and replayed in the backward pass
                 x = checkpoint(encoder_layer, layer, x, use_reentrant=False)

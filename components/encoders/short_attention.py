@@ -23,6 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from components.seeds import seed_linear
+from components.seeds.streams import active
+
 STEPS = 65536  # a 16-bit draw: p is rounded to a multiple of 1/65536
 
 
@@ -51,10 +54,18 @@ class _MaskedScale(torch.autograd.Function):
 
 
 def _keep_mask(x: torch.Tensor, drop: int) -> torch.Tensor:
-    """True with probability 1 − drop / 65536 per element: four 16-bit draws per 64-bit word."""
-    n = x.numel()
-    words = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)
-    return words.view(torch.int16)[:n].view(x.shape) >= drop - STEPS // 2
+    """True with probability 1 − drop / 65536 per element: four 16-bit draws per 64-bit word
+    (in a seed-batched step, each seed's rows from its own stream, as its single run draws)."""
+    streams = active()
+    generators = [None] if streams is None else streams.generators
+    n = x.numel() // len(generators)
+    bits = [
+        torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None, generator=g)
+        .view(torch.int16)[:n]
+        for g in generators
+    ]  # fmt: skip
+    mask = bits[0] if len(bits) == 1 else torch.cat(bits)
+    return mask.view(x.shape) >= drop - STEPS // 2
 
 
 def random_bits_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -104,7 +115,7 @@ def self_attention(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.
     attn = layer.self_attn
     n, length, d = x.shape
     heads = attn.num_heads
-    qkv = F.linear(x, attn.in_proj_weight, attn.in_proj_bias)
+    qkv = seed_linear(x, attn.in_proj_weight, attn.in_proj_bias)  # K seeds' where stacked
     # [N, H, L, d/H] views; their gradients are joined by one concatenation
     q, k, v = (t.view(n, length, heads, d // heads).transpose(1, 2) for t in qkv.split(d, -1))
     p = attn.dropout if layer.training else 0.0
@@ -114,7 +125,7 @@ def self_attention(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.
         weights = torch.softmax(q @ k.transpose(-2, -1) * (d // heads) ** -0.5, dim=-1)
         out = random_bits_dropout(weights, p, True) @ v
     out = out.transpose(1, 2).reshape(n, length, d)
-    return F.linear(out, attn.out_proj.weight, attn.out_proj.bias)
+    return seed_linear(out, attn.out_proj.weight, attn.out_proj.bias)
 
 
 def encoder_layer(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from components.seeds import add_per_seed, mul_per_seed
 from registry import register
 from registry.constraints import PositiveInt
 
@@ -24,6 +25,8 @@ class ScalarTokenizer(nn.Module):
         d_model: token width D.
     """
 
+    seed_batching = True  # components/seeds: its direction and position per seed
+
     def __init__(self, *, sizes: Sequence[int], d_model: PositiveInt = 128):
         super().__init__()
         n = sum(sizes)
@@ -31,7 +34,7 @@ class ScalarTokenizer(nn.Module):
         self.position = nn.Parameter(torch.randn(n, d_model) * 0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.unsqueeze(-1) * self.direction + self.position  # [..., F, D]
+        return add_per_seed(mul_per_seed(x.unsqueeze(-1), self.direction, 2), self.position, 2)
 
 
 @register("tokenizer", "component_tokens")
@@ -43,6 +46,8 @@ class ComponentTokenizer(nn.Module):
         d_model: token width D.
     """
 
+    seed_batching = True  # components/seeds: its projections and type embeddings per seed
+
     def __init__(self, *, sizes: Sequence[int], d_model: PositiveInt = 128):
         super().__init__()
         self.sizes = list(sizes)
@@ -52,4 +57,4 @@ class ComponentTokenizer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         parts = torch.split(x, self.sizes, dim=-1)
         tokens = torch.stack([proj(p) for proj, p in zip(self.project, parts, strict=True)], -2)
-        return tokens + self.kind  # [..., L, D]
+        return add_per_seed(tokens, self.kind, 2)  # [..., L, D]

@@ -22,20 +22,20 @@ from registry.constraints import NonNegativeFloat, PositiveFloat
 class FocalDML(nn.Module):
     """FOCAL's distance metric loss on task vectors z^q [T, Z].
 
-        Args:
-            form: "reference" — as the FOCAL code: D = mean over dims of (z_i − z_j)²; positives
-                sqrt(D + 1e-3), negatives 1/(D + 0.1), each averaged over its pairs; "paper" —
-                positives ‖z_i − z_j‖², negatives β/(‖z_i − z_j‖ⁿ + ε), averaged likewise.
-            weight: multiplies the total (the reference used 10; the FOCAL++ table says 1).
-            beta, n, eps: the paper form's negative term.
+    Args:
+        form: "reference" — as the FOCAL code: D = mean over dims of (z_i − z_j)²; positives
+            sqrt(D + 1e-3), negatives 1/(D + 0.1), each averaged over its pairs; "paper" —
+            positives ‖z_i − z_j‖², negatives β/(‖z_i − z_j‖ⁿ + ε), averaged likewise.
+        weight: multiplies the total (the reference used 10; the FOCAL++ table says 1).
+        beta, n, eps: the paper form's negative term.
 
-        Example (task vectors of four context batches, two tasks each seen twice):
-            >>> import torch
-            >>> from components.objectives.embeddings import TaskEmbeddings
-            >>> z = torch.randn(4, 8, 5)  # [T, B, Z] per-transition embeddings
-            >>> terms = FocalDML()(TaskEmbeddings(z, z.mean(1), torch.tensor([0, 1, 0, 1])))
-            >>> sorted(terms), int(terms["dml_positive_pairs"])
-            (['dml_negative', 'dml_positive', 'dml_positive_pairs', 'loss_dml'], 2)
+    Example (task vectors of four context batches, two tasks each seen twice):
+        >>> import torch
+        >>> from components.objectives.embeddings import TaskEmbeddings
+        >>> z = torch.randn(4, 8, 5)  # [T, B, Z] per-transition embeddings
+        >>> terms = FocalDML()(TaskEmbeddings(z, z.mean(1), torch.tensor([0, 1, 0, 1])))
+        >>> sorted(terms), int(terms["dml_positive_pairs"])
+        (['dml_negative', 'dml_positive', 'dml_positive_pairs', 'loss_dml'], 2)
     """
 
     seed_batching = True  # pairs within each seed's meta-batch, one loss per seed

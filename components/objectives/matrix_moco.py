@@ -20,20 +20,20 @@ from registry.validation import check_arguments
 class MatrixMoCo(nn.Module):
     """−Σ_i log softmax_j(q_i·k_j/τ) at j = i over task means q, k [T, Z].
 
-        A task that repeats in the meta-batch would be its own negative: those logits are masked
-        out (the positive itself is kept), so the loss is safe with sampling with replacement.
+    A task that repeats in the meta-batch would be its own negative: those logits are masked
+    out (the positive itself is kept), so the loss is safe with sampling with replacement.
 
-        Args:
-            temperature: τ (paper: 0.5).
-            reduction: "sum" over the T terms as the paper writes it, or "mean".
+    Args:
+        temperature: τ (paper: 0.5).
+        reduction: "sum" over the T terms as the paper writes it, or "mean".
 
-        Example (query and key embeddings of four distinct tasks):
-            >>> import torch
-            >>> from components.objectives.embeddings import TaskEmbeddings
-            >>> q, k = torch.randn(4, 8, 5), torch.randn(4, 8, 5)  # [T, B, Z]
-            >>> emb = TaskEmbeddings(q, q.mean(1), torch.arange(4), key=k, key_mean=k.mean(1))
-            >>> [name for name in MatrixMoCo()(emb) if name.startswith("loss_")]
-            ['loss_contrastive']
+    Example (query and key embeddings of four distinct tasks):
+        >>> import torch
+        >>> from components.objectives.embeddings import TaskEmbeddings
+        >>> q, k = torch.randn(4, 8, 5), torch.randn(4, 8, 5)  # [T, B, Z]
+        >>> emb = TaskEmbeddings(q, q.mean(1), torch.arange(4), key=k, key_mean=k.mean(1))
+        >>> [name for name in MatrixMoCo()(emb) if name.startswith("loss_")]
+        ['loss_contrastive']
     """
 
     needs_key = True  # the algorithm must provide a momentum key encoder

@@ -197,3 +197,38 @@ def _index(value: Any, seed: int) -> Any:
     if isinstance(value, Mapping):
         return {key: _index(v, seed) for key, v in value.items()}
     return value
+
+
+def seed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """`F.linear(x, weight, bias)` for a single module's weight [out, in], or seed by seed for
+    a stacked one [K, out, in] (x's rows seed-major): for raw parameters that a part applies
+    itself (an attention layer's packed q, k, v projection)."""
+    if weight.dim() == 2:
+        return F.linear(x, weight, bias)
+    k = weight.shape[0]
+    if k == 1:
+        return F.linear(x, weight[0], None if bias is None else bias[0])
+    rows, w = _rows(x, k), weight.transpose(1, 2).contiguous()
+    y = torch.bmm(rows, w) if bias is None else torch.baddbmm(bias.unsqueeze(1), rows, w)
+    return unview(y, (*x.shape[:-1], weight.shape[1]))
+
+
+def add_per_seed(x: torch.Tensor, p: torch.Tensor, single_dims: int) -> torch.Tensor:
+    """x + p where p is a single module's parameter of `single_dims` dimensions (broadcast over
+    x's leading ones) or a stack of K of them [K, ...] (seed k's added to seed k's rows)."""
+    if p.dim() == single_dims:
+        return x + p
+    k = p.shape[0]
+    seeded = x.unflatten(0, (k, -1))
+    shaped = p.view(k, *[1] * (seeded.dim() - p.dim()), *p.shape[1:])
+    return (seeded + shaped).flatten(0, 1)
+
+
+def mul_per_seed(x: torch.Tensor, p: torch.Tensor, single_dims: int) -> torch.Tensor:
+    """x · p, as `add_per_seed`."""
+    if p.dim() == single_dims:
+        return x * p
+    k = p.shape[0]
+    seeded = x.unflatten(0, (k, -1))
+    shaped = p.view(k, *[1] * (seeded.dim() - p.dim()), *p.shape[1:])
+    return (seeded * shaped).flatten(0, 1)

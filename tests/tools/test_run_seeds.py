@@ -111,7 +111,9 @@ def test_bad_seeds_are_refused(tiny_data, tmp_path, args, says):
 
 
 def test_a_part_without_a_seed_batched_form_leaves_nothing_behind(tiny_data, tmp_path):
-    r = cli("run", *flags(tiny_data, "focalpp.gin"), "--seeds", "0-1", "--out", str(tmp_path / "x"))
+    r = cli(
+        "run", *flags(tiny_data, "batch_pearl.gin"), "--seeds", "0-1", "--out", str(tmp_path / "x")
+    )
     assert r.returncode == 2 and "cannot be trained with several seeds" in r.stderr, r.stderr
     assert not any((tmp_path / "x").glob("*/run.json"))
 

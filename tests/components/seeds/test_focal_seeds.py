@@ -32,9 +32,11 @@ def first_steps(trainer, n=3):
     return [trainer.train_step() for _ in range(n)]
 
 
-@pytest.mark.parametrize(
-    "recipe", ["focal.gin", "focalpp_contrastive.gin", "focalpp_batchwise.gin"]
-)
+RECIPES = ["focal.gin", "focalpp_contrastive.gin", "focalpp_batchwise.gin", "focalpp.gin",
+           "focalpp_seqwise.gin", "reference_oracle.gin"]  # fmt: skip
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
 def test_each_seed_takes_its_single_runs_steps(recipe, tiny_data, tmp_path):
     run_row(recipe, "sparse_point_robot", tiny_data, tmp_path / "warm", train=False)  # data
     batched = first_steps(built(recipe, tiny_data, tmp_path / "k", seeds=SEEDS))
@@ -58,9 +60,9 @@ def test_one_seed_batched_is_the_single_run_bit_for_bit(tiny_data, tmp_path):
 
 
 def test_a_part_without_a_seed_batched_form_is_named(tiny_data, tmp_path):
-    run_row("focalpp_seqwise.gin", "sparse_point_robot", tiny_data, tmp_path / "w", train=False)
+    run_row("batch_pearl.gin", "sparse_point_robot", tiny_data, tmp_path / "w", train=False)
     with pytest.raises(RecipeError, match=r"@\w+ \(in the encoder\).*cannot be trained with"):
-        built("focalpp_seqwise.gin", tiny_data, tmp_path / "k", seeds=SEEDS)
+        built("batch_pearl.gin", tiny_data, tmp_path / "k", seeds=SEEDS)
 
 
 def grouped(recipe, tiny_data, root, seeds, *bindings):

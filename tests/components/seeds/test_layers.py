@@ -106,3 +106,31 @@ def test_rows_that_do_not_split_among_the_seeds_are_refused():
     batched = stack_modules(singles(lambda: MLP(in_features=5, out_features=1, hidden=(4,))))
     with pytest.raises(ValueError, match="cannot be split among 3 seeds"):
         batched(torch.randn(4, 5))
+
+
+def test_sequence_attention_computes_each_seeds_transitions_with_its_weights():
+    from components.encoders.sequence_attention import SequenceAttentionEncoder
+    from components.encoders.tokenizers import ScalarTokenizer
+    from components.seeds import SeedStreams, drawing_from
+
+    for tokenizer in (None, ScalarTokenizer):
+        extra = {} if tokenizer is None else {"tokenizer": tokenizer}
+
+        def factory(extra=extra):
+            return SequenceAttentionEncoder(sizes=(2, 2, 2, 1), latent_dim=3, d_model=8,
+                                            heads=2, blocks=2, dropout=0.1, **extra)  # fmt: skip
+
+        ones, generators = [], []
+        for s in SEEDS:
+            torch.manual_seed(s)
+            ones.append(factory())
+            generators.append(SeedStreams.capture())
+        batched = stack_modules(ones)
+        xs = [torch.randn(4, 6, 7) for _ in SEEDS]
+        states = [g.get_state() for g in generators]  # each single run's, after its build
+        with drawing_from(SeedStreams(generators)):
+            y = batched(fold(xs))  # in training mode: dropout masks from each seed's stream
+        for k, single in enumerate(ones):
+            torch.set_rng_state(states[k])
+            want = single(xs[k])
+            torch.testing.assert_close(y[4 * k : 4 * (k + 1)], want, rtol=1e-5, atol=1e-6)
