@@ -20,6 +20,7 @@ from components.contracts.core import (
     snapshot,
     tensor,
 )
+from components.contracts.seeds import batches_like_singles
 from components.encoders.encoded import Encoded
 from registry import FocalppError
 
@@ -49,8 +50,16 @@ class Tokenizer(Protocol):
     def forward(self, context: torch.Tensor) -> torch.Tensor: ...  # [T, B, F] -> [T, B, L, D]
 
 
-def _context(sizes: Sequence[int]) -> torch.Tensor:
-    return torch.randn(T, B, sum(sizes), generator=torch.Generator().manual_seed(0))
+def _context(sizes: Sequence[int], seed: int = 0) -> torch.Tensor:
+    return torch.randn(T, B, sum(sizes), generator=torch.Generator().manual_seed(seed))
+
+
+def _seed_inputs(sizes: Sequence[int]):
+    return lambda k: (_context(sizes, 10 + k),)
+
+
+def _forward(module, x):
+    return module(x)
 
 
 def degenerate_contexts(sizes: Sequence[int]) -> dict[str, torch.Tensor]:
@@ -139,6 +148,7 @@ def probe_transition_encoder(factory, given) -> None:
     kept_as_promised(encoder, kept, "the encoder")
     finite_on(encoder, degenerate_contexts(sizes), lambda m, x: m(x), what)
     round_trip(make, encoder, lambda m: m(_context(sizes)))
+    batches_like_singles(make, _seed_inputs(sizes), _forward, what="embeddings")
 
 
 @contract("context_encoder", ContextEncoder)
@@ -172,6 +182,7 @@ def probe_context_encoder(factory, given) -> None:
     kept_as_promised(encoder, kept, "the encoder")
     finite_on(encoder, degenerate_contexts(sizes), lambda m, x: m(x), "an Encoded record")
     round_trip(make, encoder, lambda m: m(_context(sizes)))
+    batches_like_singles(make, _seed_inputs(sizes), _forward, what="Encoded record")
 
 
 @contract("attention", Attention)
@@ -191,6 +202,11 @@ def probe_attention(factory, given) -> None:
     kept_as_promised(gate, kept, "the attention")
     finite_on(gate, degenerate_embeddings(latent), lambda m, x: m(x), "weights [T, B]")
     round_trip(make, gate, lambda m: m(embeddings))
+
+    def seeded(k):
+        return (torch.randn(T, B, latent, generator=torch.Generator().manual_seed(k)),)
+
+    batches_like_singles(make, seeded, _forward, what="weights")
 
 
 @contract("tokenizer", Tokenizer)
@@ -212,3 +228,4 @@ def probe_tokenizer(factory, given) -> None:
     kept_as_promised(tokenizer, kept, "the tokenizer")
     finite_on(tokenizer, degenerate_contexts(sizes), lambda m, x: m(x), "tokens [T, B, L, D]")
     round_trip(make, tokenizer, lambda m: m(_context(sizes)))
+    batches_like_singles(make, _seed_inputs(sizes), _forward, what="tokens")

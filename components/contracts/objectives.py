@@ -20,6 +20,7 @@ from components.contracts.core import (
     round_trip,
     snapshot,
 )
+from components.contracts.seeds import batches_like_singles
 from components.objectives.embeddings import TaskEmbeddings
 from components.transitions import Transitions
 from registry.validation import named_sizes
@@ -41,11 +42,16 @@ class MetricLoss(Protocol):
 
 
 def embeddings(
-    with_key: bool, obs_dim: int = OBS, act_dim: int = ACT, latent_dim: int = Z, n_tasks: int = 3
+    with_key: bool,
+    obs_dim: int = OBS,
+    act_dim: int = ACT,
+    latent_dim: int = Z,
+    n_tasks: int = 3,
+    seed: int = 2,
 ):
     """A meta-batch of 6 context batches of min(3, n_tasks) tasks (each task at least twice:
     positives exist), with the context they came from and an encoder of other transitions."""
-    g = torch.Generator().manual_seed(2)
+    g = torch.Generator().manual_seed(seed)
     query = torch.randn(T, B, latent_dim, generator=g).tanh().requires_grad_()
     key = torch.randn(T, B, latent_dim, generator=g).tanh()
     context = Transitions(
@@ -107,6 +113,26 @@ def probe_objective(factory, given) -> None:
     finite_on(objective, degenerate(batch), _losses, "`loss_*` terms", leaves=_leaves)
     if isinstance(objective, torch.nn.Module):
         round_trip(make, objective, lambda m: dict(m(batch)))
+
+    def seed_inputs(k: int) -> tuple[TaskEmbeddings]:
+        seeded = embeddings(batch.key is not None, **dims, seed=50 + k)
+        return (dataclasses.replace(seeded, context=None, encode=None, relabel=None),)
+
+    batches_like_singles(
+        make, seed_inputs, lambda m, b: dict(m(b)), fold=_fold_embeddings, what="loss terms"
+    )
+
+
+def _fold_embeddings(each: list[tuple[TaskEmbeddings]]) -> tuple[TaskEmbeddings]:
+    """K seeds' meta-batches as one (tensors seed-major, `seeds` = K)."""
+    batches = [b for (b,) in each]
+
+    def cat(name: str):
+        values = [getattr(b, name) for b in batches]
+        return None if values[0] is None else torch.cat(values)
+
+    names = ("query", "query_mean", "task", "key", "key_mean")
+    return (TaskEmbeddings(**{n: cat(n) for n in names}, seeds=len(batches)),)
 
 
 def trains_the_encoder(loss: torch.Tensor, batch: TaskEmbeddings) -> None:

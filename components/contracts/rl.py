@@ -22,6 +22,7 @@ from components.contracts.core import (
     target_of,
     tensor,
 )
+from components.contracts.seeds import batches_like_singles
 from components.transitions import Transitions
 
 T, B, N, F, A, Z = 3, 8, 2, 2, 2, 3
@@ -66,6 +67,15 @@ def transitions(tasks: int, seed: int = 4) -> Transitions:
         terminated=torch.zeros(tasks, B),
         truncated=torch.zeros(tasks, B),
     )
+
+
+def _fold_updates(each: list[tuple]) -> tuple:
+    """K seeds' (batch, z) as one seed-major batch and z."""
+    batches, zs = zip(*each, strict=True)
+    folded = {
+        f: torch.cat([getattr(b, f) for b in batches]) for f in Transitions.__dataclass_fields__
+    }
+    return Transitions(**folded), torch.cat(zs)
 
 
 def _trained_by_some_optimizer(module: nn.Module, optimizers: Mapping) -> None:
@@ -125,6 +135,16 @@ def probe_agent(factory, given) -> None:
         raise Broken("change its parameters in update()", "no parameter changed")
     round_trip(make, agent, lambda m: m.act(obs, z_act))
 
+    def seed_inputs(k: int):
+        seeded = transitions(T, seed=20 + k)
+        if (sizes["obs_dim"], sizes["act_dim"]) != (F, A):
+            seeded = batch
+        return seeded, torch.randn(T, sizes["latent_dim"], generator=g).tanh()
+
+    batches_like_singles(
+        make, seed_inputs, lambda m, b, z: m.update(b, z), fold=_fold_updates, what="update terms"
+    )
+
 
 @contract("divergence", Divergence)
 def probe_divergence(factory, given) -> None:
@@ -143,6 +163,13 @@ def probe_divergence(factory, given) -> None:
     losses = loss_terms(critic.loss(x, batch.action, policy_action), "loss(x, data, policy)")
     reaches(sum(losses.values()), critic, "its loss")
     round_trip(make, critic, lambda m: m.estimate(x, batch.action, policy_action))
+
+    def seed_inputs(k: int):
+        seeded = transitions(T, seed=30 + k)
+        xk = torch.randn(T, B, x_dim, generator=torch.Generator().manual_seed(40 + k))
+        return xk, seeded.action, seeded.action.flip(1)
+
+    batches_like_singles(make, seed_inputs, lambda m, *a: m.loss(*a), what="loss terms")
 
 
 @contract("behaviour_learner", BehaviourLearner)
