@@ -13,7 +13,6 @@ import torch
 from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
-from components.seeds import per_seed
 from registry import register
 from registry.constraints import NonNegativeFloat, PositiveFloat
 
@@ -55,37 +54,39 @@ class FocalDML(nn.Module):
         self.form, self.weight, self.beta, self.n, self.eps = form, weight, beta, n, eps
 
     def forward(self, emb: TaskEmbeddings) -> dict[str, torch.Tensor]:
-        z = emb.query_mean  # [T, Z]
-        t = z.shape[0]
-        pairs = torch.triu(torch.ones(t, t, dtype=torch.bool, device=z.device), diagonal=1)
+        z = emb.query_mean  # [T, Z]; K seeds' meta-batches: [K, T, Z], each seed on its own
+        same_task = emb.same_task()
         if emb.seeds > 1:
-            pairs = pairs & emb.in_seed()
-        same = emb.same_task() & pairs
-        different = ~emb.same_task() & pairs
-        squared = ((z[:, None, :] - z[None, :, :]) ** 2).sum(-1)  # [T, T]
+            z = z.unflatten(0, (emb.seeds, -1))
+            task = emb.task.view(emb.seeds, -1)
+            same_task = task[:, :, None] == task[:, None, :]  # [K, T, T]
+        t = z.shape[-2]
+        pairs = torch.triu(torch.ones(t, t, dtype=torch.bool, device=z.device), diagonal=1)
+        same = same_task & pairs
+        different = ~same_task & pairs
+        squared = ((z[..., :, None, :] - z[..., None, :, :]) ** 2).sum(-1)  # [(K,) T, T]
         if self.form == "reference":
-            d = squared / z.shape[1]
+            d = squared / z.shape[-1]
             positive, negative = torch.sqrt(d + 1e-3), 1.0 / (d + 0.1)
         else:
             distance = torch.sqrt(squared + 1e-12)
             positive, negative = squared, self.beta / (distance**self.n + self.eps)
-        pos = _masked_mean(positive, same, emb.seeds)
-        neg = _masked_mean(negative, different, emb.seeds)
+        pos = _masked_mean(positive, same)
+        neg = _masked_mean(negative, different)
         return {
             "loss_dml": self.weight * (pos + neg),
             "dml_positive": pos.detach(),
             "dml_negative": neg.detach(),
-            "dml_positive_pairs": _count(same, emb.seeds).detach(),
+            "dml_positive_pairs": _count(same).detach(),
         }
 
 
-def _masked_mean(values: torch.Tensor, mask: torch.Tensor, seeds: int = 1) -> torch.Tensor:
-    """Mean of `values` where `mask`, 0 when nothing is masked in; per seed for K seeds (each
-    seed's rows, seed-major)."""
-    if seeds == 1:
-        return (values * mask).sum() / mask.sum().clamp(min=1)
-    return per_seed(values * mask, seeds).sum(1) / _count(mask, seeds).clamp(min=1)
+def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of `values` [T, T] where `mask`, 0 when nothing is masked in; one per seed for K
+    seeds' [K, T, T]."""
+    return _count(values * mask) / _count(mask).clamp(min=1)
 
 
-def _count(mask: torch.Tensor, seeds: int) -> torch.Tensor:
-    return mask.sum() if seeds == 1 else per_seed(mask, seeds).sum(1)
+def _count(values: torch.Tensor) -> torch.Tensor:
+    """The sum over the last two dimensions (of a mask: its count)."""
+    return values.sum() if values.dim() == 2 else values.sum((-2, -1))

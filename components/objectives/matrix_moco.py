@@ -10,7 +10,6 @@ import torch
 from torch import nn
 
 from components.objectives.embeddings import TaskEmbeddings
-from components.seeds import per_seed
 from registry import RecipeError, register
 from registry.constraints import PositiveFloat
 from registry.validation import check_arguments
@@ -52,17 +51,19 @@ class MatrixMoCo(nn.Module):
                 "objective matrix_moco needs key vectors, but the encoder setup has no key "
                 "encoder: give the algorithm a momentum (EMA) key encoder"
             )
-        logits = emb.query_mean @ emb.key_mean.T / self.temperature  # [T, T]
-        same = emb.same_task()
-        false_negative = same & ~torch.eye(len(same), dtype=torch.bool, device=same.device)
-        if emb.seeds > 1:  # another seed's keys are no negatives of this seed's queries
-            false_negative = false_negative | ~emb.in_seed()
+        query, key, same = emb.query_mean, emb.key_mean, emb.same_task()
+        if emb.seeds > 1:  # each seed's queries against its own keys only: [K, T, T]
+            query, key = query.unflatten(0, (emb.seeds, -1)), key.unflatten(0, (emb.seeds, -1))
+            task = emb.task.view(emb.seeds, -1)
+            same = task[:, :, None] == task[:, None, :]
+        logits = query @ key.transpose(-2, -1) / self.temperature  # [(K,) T, T]
+        t = logits.shape[-1]
+        false_negative = same & ~torch.eye(t, dtype=torch.bool, device=same.device)
         logits = logits.masked_fill(false_negative, float("-inf"))
-        log_prob = torch.log_softmax(logits, dim=1).diagonal()  # M_ii
-        accuracy = (logits.argmax(1) == torch.arange(len(logits), device=logits.device)).float()
+        log_prob = torch.log_softmax(logits, dim=-1).diagonal(dim1=-2, dim2=-1)  # M_ii
+        accuracy = (logits.argmax(-1) == torch.arange(t, device=logits.device)).float()
         if emb.seeds > 1:
-            log_prob, accuracy = per_seed(log_prob, emb.seeds), per_seed(accuracy, emb.seeds)
-            loss = -log_prob.sum(1) if self.reduction == "sum" else -log_prob.mean(1)
-            return {"loss_contrastive": loss, "contrastive_accuracy": accuracy.mean(1).detach()}
+            loss = -log_prob.sum(-1) if self.reduction == "sum" else -log_prob.mean(-1)
+            return {"loss_contrastive": loss, "contrastive_accuracy": accuracy.mean(-1).detach()}
         loss = -log_prob.sum() if self.reduction == "sum" else -log_prob.mean()
         return {"loss_contrastive": loss, "contrastive_accuracy": accuracy.mean().detach()}

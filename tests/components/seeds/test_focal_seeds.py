@@ -117,3 +117,33 @@ def test_one_seed_trained_as_a_group_writes_the_single_runs_records(tiny_data, t
     (d,) = grouped("focal.gin", tiny_data, tmp_path / "k", (2,), *RUN)
     run_row("focal.gin", "sparse_point_robot", tiny_data, tmp_path / "one", seed=2, bindings=RUN)
     assert records(d) == records(tmp_path / "one")
+
+
+def test_a_seed_gone_non_finite_stops_alone(tiny_data, tmp_path, capsys):
+    """Seed 1's policy weights set to NaN before training: seed 1 stops at the first record,
+    named, keeping no eval.json; seed 0 trains on exactly as its single run (its numbers never
+    depend on another seed's)."""
+    from registry import RECIPES_DIR, RunContext, compose
+    from registry.recipes import build_algorithm
+
+    for recipe in ("focal.gin", "focalpp_contrastive.gin"):
+        root = tmp_path / recipe
+        comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=0, device="cpu",
+                       bindings=[f"task_data.root = '{tiny_data}'", *RUN],
+                       recipes_dir=RECIPES_DIR)  # fmt: skip
+        dirs = (root / "s0", root / "s1")
+        for d in dirs:
+            d.mkdir(parents=True)
+        context = RunContext(env="sparse_point_robot", scale="tiny", seed=0, run_dir=dirs[0],
+                             device="cpu", seeds=(0, 1), seed_dirs=dirs)  # fmt: skip
+        trainer = build_algorithm(comp.experiment, context)
+        with torch.no_grad():
+            trainer.agent.policy.net.net[0].weight[1].fill_(float("nan"))
+        trainer.run()
+        assert "seed 1 stopped" in capsys.readouterr().err
+        assert (dirs[0] / "eval.json").is_file() and not (dirs[1] / "eval.json").exists()
+        run_row(recipe, "sparse_point_robot", tiny_data, root / "one", bindings=RUN)
+        for a, b in zip(records(dirs[0]), records(root / "one"), strict=True):
+            for key, value in b.items():
+                if isinstance(value, float):
+                    assert a[key] == pytest.approx(value, rel=1e-4, abs=1e-4), (recipe, key)
