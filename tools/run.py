@@ -403,7 +403,8 @@ def train(
                 shutil.rmtree(d)  # stopped before its first checkpoint: nothing to resume
             if isinstance(e, FocalppError):
                 where = ", ".join(str(d) for d in run_dirs)
-                e.args = (f"{e}\n(no checkpoint had been written: {where} removed)",)
+                verb = "was" if len(run_dirs) == 1 else "were"
+                e.args = (f"{e}\n(no checkpoint had been written: {where} {verb} removed)",)
         raise
     for seed, d in zip(seeds, run_dirs, strict=True):
         atomic_write_text(d / "config.gin", seed_config(seed, grouped))

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from components.contracts.core import Broken
-from components.seeds import SeedStreams, batches_seeds, drawing_from, stack_modules
+from components.seeds import SeedStreams, drawing_from, stack_modules, whole_batches_seeds
 
 SEEDS = (0, 1)
 FIX = (
@@ -40,7 +40,7 @@ def batches_like_singles(
     inputs as the stacked member's (default: tensors concatenated along dim 0); `call(member,
     *inputs)`: its outputs (tensors, Encoded-like dataclasses or mappings of tensors)."""
     probe = make()
-    if not batches_seeds(probe):
+    if not whole_batches_seeds(probe):
         return
     saved = torch.get_rng_state()
     try:

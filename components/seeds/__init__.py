@@ -17,7 +17,7 @@ seed k's rows (`layers.py`). What does change:
   is its single run's, and every logged term is one value per seed.
 """
 
-from components.seeds.check import batches_seeds, check_seed_batching
+from components.seeds.check import batches_seeds, check_seed_batching, whole_batches_seeds
 from components.seeds.layers import (
     SeedLayerNorm,
     SeedLinear,
@@ -55,4 +55,5 @@ __all__ = [
     "stack_states",
     "unstack_state",
     "unview",
+    "whole_batches_seeds",
 ]

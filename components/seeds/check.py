@@ -20,6 +20,14 @@ def batches_seeds(module: nn.Module) -> bool:
     return bool(getattr(type(module), "seed_batching", False))
 
 
+def whole_batches_seeds(module: nn.Module) -> bool:
+    """Whether a module and every registered part inside it declare a seed-batched form (a
+    composite, such as a context encoder, is one only if its parts are)."""
+    return batches_seeds(module) and all(
+        batches_seeds(m) for m in module.modules() if entry_of(type(m)) is not None
+    )
+
+
 def check_seed_batching(parts: Mapping[str, nn.Module | None]) -> None:
     """Every registered module of one seed's built `parts` (by role; None where absent)
     declares a seed-batched form; else a RecipeError naming the first that does not."""

@@ -20,6 +20,8 @@ from registry import register
 class _Diverging:
     """Mixin: `self.moves` counts the forward calls that found `self.watched` changed."""
 
+    seed_batching = False  # one counter for the whole module: not a form of K seeds
+
     def _start_counting(self, after: int) -> None:
         self.after = after
         self.register_buffer("last", self.watched.detach().clone())
