@@ -23,10 +23,11 @@ reported and left alone. Where the run's recipe or plugin file has moved, `--rec
 run holds RUN_DIR/.lock while it trains, and a second resume of it is refused.
 
 `--seeds 0-7` (or `0,3,5`, `0-3,8`) trains the recipe with each of these seeds in one process,
-as one seed-batched model (components/seeds; docs/SWEEPS.md says when it pays): each seed gets a
-run directory of its own — `PARENT/<recipe>-<env>-s<seed>` with `--out PARENT`, the name
-given with `--out 'DIR/NAME-s{seed}'`, else under `--runs-root` as a single run's — holding a single run's records, so reports and analyses read
-the K runs as K runs. `--resume` with those directories continues them together.
+as one seed-batched model (components/seeds; docs/SWEEPS.md says when it pays). Each seed gets
+a run directory of its own (`PARENT/<recipe>-<env>-s<seed>` with `--out PARENT`, the name given
+with `--out 'DIR/NAME-s{seed}'`, else under `--runs-root` as a single run's) holding a single
+run's records, so reports and analyses read the K runs as K runs. `--resume` with those
+directories continues them together.
 """
 
 from __future__ import annotations
@@ -362,6 +363,11 @@ def train(
     )
     try:
         algorithm = build_algorithm(exp, context)
+        if grouped and not getattr(algorithm, "batched", False):
+            raise FocalppError(
+                f"algorithm {exp.algorithm_name} cannot train several seeds in one process "
+                "(--seeds): it does not read RunContext.seeds; run its seeds as single runs"
+            )
         if not resume:  # a resumed run was checked when it started
             check_every_binding_used(algorithm, exp.analyses)
     except BaseException:

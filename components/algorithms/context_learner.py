@@ -50,6 +50,11 @@ class ContextLearner(ABC):
         # first dimension of every tensor of a step; a single run is not batched at all
         self.seeds = tuple(self.run_context.seeds) or (self.run_context.seed,)
         self.batched = bool(self.run_context.seeds)
+        if self.batched and not getattr(type(self), "seed_batching", False):
+            raise RecipeError(
+                f"{type(self).__name__} cannot train several seeds in one process (--seeds): it "
+                "has no seed-batched form; run its seeds as single runs, one process each"
+            )
         # seed-batched: attribute -> a single module that seed k's networks are loaded into
         self.seed_views: dict[str, torch.nn.Module] = {}
         sizes.check(data)

@@ -74,6 +74,8 @@ class FocalTrainer(ContextLearner):
             components/algorithms/reference.py). The encoder is built but not trained then.
     """
 
+    seed_batching = True  # --seeds: K seeds' parts stacked (components/seeds)
+
     def __init__(
         self,
         *,

@@ -131,3 +131,9 @@ def test_runs_of_different_recipes_are_not_resumed_together(together, tiny_data,
         assert r.returncode == 2 and "not only in the seed" in r.stderr, r.stderr
     finally:
         (mine / "eval.kept").rename(mine / "eval.json")
+
+
+def test_an_algorithm_without_a_seed_batched_form_is_refused(tiny_data, tmp_path):
+    r = cli("run", *flags(tiny_data, "mbml.gin"), "--seeds", "0-1", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "cannot train several seeds in one process" in r.stderr, r.stderr
+    assert not any((tmp_path / "x").glob("*/run.json"))
