@@ -14,13 +14,13 @@ TINY = ("loop.steps = 2", "loop.eval_every = 0")
 SEEDS = (0, 1, 2)
 
 
-def built(recipe, tiny_data, run_dir, *, seed=0, seeds=()):
+def built(recipe, tiny_data, run_dir, *extra, seed=0, seeds=()):
     """A trainer built as tools/run.py builds it (not run)."""
     from registry import RECIPES_DIR, RunContext, compose
     from registry.recipes import build_algorithm
 
     comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=seed, device="cpu",
-                   bindings=[f"task_data.root = '{tiny_data}'", *TINY],
+                   bindings=[f"task_data.root = '{tiny_data}'", *TINY, *extra],
                    recipes_dir=RECIPES_DIR)  # fmt: skip
     run_dir.mkdir(parents=True)
     context = RunContext(env="sparse_point_robot", scale="tiny", seed=seed, run_dir=run_dir,
@@ -36,12 +36,15 @@ RECIPES = ["focal.gin", "focalpp_contrastive.gin", "focalpp_batchwise.gin", "foc
            "focalpp_seqwise.gin", "reference_oracle.gin"]  # fmt: skip
 
 
-@pytest.mark.parametrize("recipe", RECIPES)
-def test_each_seed_takes_its_single_runs_steps(recipe, tiny_data, tmp_path):
+COUPLED = ("focal.detach_z = False", "loop.lr_decay = 'cosine'")
+
+
+@pytest.mark.parametrize("recipe, extra", [(r, ()) for r in RECIPES] + [("focalpp.gin", COUPLED)])
+def test_each_seed_takes_its_single_runs_steps(recipe, extra, tiny_data, tmp_path):
     run_row(recipe, "sparse_point_robot", tiny_data, tmp_path / "warm", train=False)  # data
-    batched = first_steps(built(recipe, tiny_data, tmp_path / "k", seeds=SEEDS))
+    batched = first_steps(built(recipe, tiny_data, tmp_path / "k", *extra, seeds=SEEDS))
     for k, seed in enumerate(SEEDS):
-        single = first_steps(built(recipe, tiny_data, tmp_path / f"s{seed}", seed=seed))
+        single = first_steps(built(recipe, tiny_data, tmp_path / f"s{seed}", *extra, seed=seed))
         for step, (mine, theirs) in enumerate(zip(batched, single, strict=True)):
             assert mine.keys() == theirs.keys()
             for name, value in theirs.items():
