@@ -167,12 +167,20 @@ class TaskVectorAnalysis:
             device=trained.device,
             generator=torch.Generator().manual_seed(trained.run_context.seed),
         )
-        z_train, z_test = (
-            encode_draws(
-                trained.encoder, s, trained.layout, draws=self.draws, size=self.context_size
+        if getattr(trained, "reference", None) is not None:
+            # a reference row's policy reads given vectors (z = 0, or the true task), not its
+            # encoder's, which it never trains: measure the vectors it used
+            z_train, z_test = (
+                np.broadcast_to(z.cpu().numpy(), (self.draws, *z.shape)).copy()
+                for z in (trained.reference.train, trained.reference.test)
             )
-            for s in (trained.train, test)
-        )
+        else:
+            z_train, z_test = (
+                encode_draws(
+                    trained.encoder, s, trained.layout, draws=self.draws, size=self.context_size
+                )
+                for s in (trained.train, test)
+            )
         y_train = family.task_parameters([all_tasks[i] for i in train_ids])
         y_test = family.task_parameters([all_tasks[i] for i in test_ids]).values
         latent = z_train.shape[-1]

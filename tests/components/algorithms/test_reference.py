@@ -46,3 +46,22 @@ def test_a_reference_row_trains_the_agent_alone(recipe, tiny_data, tmp_path):
     assert any(not torch.equal(v, algorithm.agent.state_dict()[k]) for k, v in agent.items())
     evaluation = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert len(evaluation["per_task_return"]) == len(algorithm.data.test_tasks)
+
+
+def test_the_task_vector_analysis_measures_the_vectors_a_reference_row_used(tiny_data, tmp_path):
+    """Not its encoder's (built, never trained): the oracle's vectors read the task out exactly,
+    z = 0 reads out nothing (the training tasks' mean, whatever the test task)."""
+    from components.evaluation.task_vectors import TaskVectorAnalysis
+
+    errors = {}
+    for recipe in ("reference_no_context.gin", "reference_oracle.gin"):
+        run_dir = tmp_path / recipe
+        _, trained = run_row(recipe, "sparse_point_robot", tiny_data, run_dir, train=False)
+        record = TaskVectorAnalysis(draws=2, context_size=8)(trained, tmp_path)
+        errors[recipe] = record["decoding_error"]
+    family = trained.family
+    train, test = family.split_indices()
+    goals = family.task_parameters(family.all_tasks()).values
+    mean_guess = float(np.linalg.norm(goals[test] - goals[train].mean(0), axis=-1).mean())
+    assert errors["reference_oracle.gin"] < 1e-3
+    assert errors["reference_no_context.gin"] == pytest.approx(mean_guess, rel=0.05)
