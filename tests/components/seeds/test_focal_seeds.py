@@ -111,7 +111,9 @@ def test_each_seeds_run_directory_holds_its_single_runs_records(tiny_data, tmp_p
                 if isinstance(value, float):
                     assert a[key] == pytest.approx(value, rel=1e-4, abs=1e-4), (seed, key)
         evals = [json.loads((p / "eval.json").read_text()) for p in (d, tmp_path / f"one{seed}")]
-        assert evals[0]["test_return_mean"] == pytest.approx(evals[1]["test_return_mean"], rel=1e-4)
+        assert evals[0]["dense_return_mean"] == pytest.approx(
+            evals[1]["dense_return_mean"], rel=1e-4
+        )
         assert (d / "summary.md").read_text().startswith(f"# s{seed}")
         assert (d / "checkpoint.pt").is_file()
 
