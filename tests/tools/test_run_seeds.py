@@ -138,25 +138,3 @@ def test_an_algorithm_without_a_seed_batched_form_is_refused(tiny_data, tmp_path
     r = cli("run", *flags(tiny_data, "mbml.gin"), "--seeds", "0-1", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "cannot train several seeds in one process" in r.stderr, r.stderr
     assert not any((tmp_path / "x").glob("*/run.json"))
-
-
-def test_batching_moves_each_seeds_result_less_than_the_seed_does(tiny_data, tmp_path):
-    """Three seeds trained together to the end, and each alone: a seed's final meta-test (the
-    dense return: tiny runs reach no goal) moves by less between its batched and its single run
-    (fp32 rounding of other kernels) than it differs between seeds (the single runs' spread)."""
-    seeds = (0, 1, 2)
-    r = cli(
-        "run", *flags(tiny_data), "--seeds", "0-2", "--out", str(tmp_path / "k"), env=ONE_THREAD
-    )
-    assert r.returncode == 0, r.stderr
-    batched, single = [], []
-    for seed in seeds:
-        out = tmp_path / f"one{seed}"
-        r = cli("run", *flags(tiny_data), "--seed", str(seed), "--out", str(out), env=ONE_THREAD)
-        assert r.returncode == 0, r.stderr
-        single.append(json.loads((out / "eval.json").read_text())["dense_return_mean"])
-        mine = tmp_path / "k" / f"focal-sparse_point_robot-s{seed}" / "eval.json"
-        batched.append(json.loads(mine.read_text())["dense_return_mean"])
-    spread = max(single) - min(single)
-    assert spread > 0
-    assert all(abs(b - s) < spread for b, s in zip(batched, single, strict=True)), (batched, single)

@@ -15,8 +15,8 @@ from tests.conftest import cli, logged_steps
 from tests.tools.test_sweep import sweep, write_study
 
 
-def grouped_study(path: Path, data_root: Path, k: int = 2) -> Path:
-    write_study(path, data_root, seeds=(0, 1, 2), steps=400)
+def grouped_study(path: Path, data_root: Path, k: int = 2, seeds=(0, 1, 2)) -> Path:
+    write_study(path, data_root, seeds=seeds, steps=200)
     path.write_text(path.read_text() + f"seeds_per_process = {k}\nthreads_per_run = 1\n")
     return path
 
@@ -52,7 +52,7 @@ def test_jobs_group_the_seeds_of_each_row(tiny_data, tmp_path):
 
 
 def test_a_grouped_study_writes_single_runs_and_resumes_a_killed_group(tiny_data, tmp_path):
-    spec = grouped_study(tmp_path / "s.toml", tiny_data)
+    spec = grouped_study(tmp_path / "s.toml", tiny_data, seeds=(0, 1))
     out = tmp_path / "study"
     proc = sweep(str(spec), "--out", str(out), "--workers", "1")
     kill_group_when_logged(out, out / "runs" / "focal-sparse_point_robot-s1", 50, proc)
@@ -61,10 +61,10 @@ def test_a_grouped_study_writes_single_runs_and_resumes_a_killed_group(tiny_data
     assert r.returncode == 0, r.stderr
     index = json.loads((out / "index.json").read_text())
     assert [(run["name"], run["status"]) for run in index["runs"]] == [
-        (f"focal-sparse_point_robot-s{s}", "done") for s in (0, 1, 2)
+        (f"focal-sparse_point_robot-s{s}", "done") for s in (0, 1)
     ]
-    assert {run["how"] for run in index["runs"][:2]} == {"resumed"}
-    for seed in (0, 1, 2):
+    assert {run["how"] for run in index["runs"]} == {"resumed"}
+    for seed in (0, 1):
         record = json.loads(
             (out / "runs" / f"focal-sparse_point_robot-s{seed}" / "run.json").read_text()
         )
