@@ -229,6 +229,19 @@ def unwritable_out(world: World, case: Path):
     return "run", run_args(world, blocker / "run"), [blocker / "run"], [blocker]
 
 
+def seeds_run(*extra: str):
+    """`--seeds` runs into case/runs: neither the parent's seed directories nor any other
+    output may be left behind."""
+
+    def case_of(world: World, case: Path):
+        out = case / "runs"
+        seeds = [out / f"{stem}-sparse_point_robot-s{s}" for stem in ("focal", "batch_pearl")
+                 for s in (0, 1, 2)]  # fmt: skip
+        return "run", run_args(world, out, *extra, store=world.store), seeds, []
+
+    return case_of
+
+
 def existing_out(world: World, case: Path):
     out = case / "run"
     out.mkdir()
@@ -796,6 +809,13 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "output directory exists": (existing_out, "already exists"),
     "output not writable": (unwritable_out, "cannot create output directory"),
     "output name too long": (too_long_a_name("run"), "is 300 bytes, longer than the 255"),
+    # seeds trained together
+    "a seed given twice": (seeds_run("--seeds", "0,0"), "expected at least one seed, each once"),
+    "--seed beside --seeds": (seeds_run("--seeds", "0-1", "--seed", "2"), "drop --seed"),
+    "seeds of a part without a seed-batched form": (
+        seeds_run("--seeds", "0-1", "--recipe", "batch_pearl.gin"),
+        "cannot be trained with several seeds in one process",
+    ),
     # resume
     "resume of a missing run": (
         lambda w, c: ("run", ["--resume", str(c / "nothing")], [c / "nothing"], []),
