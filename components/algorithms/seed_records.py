@@ -54,31 +54,21 @@ def unstack_parts(state: Mapping[str, Any], k: int) -> dict[str, Any]:
     """Seed k's networks and optimisers (single-run format) from a seed-batched `parts_state`:
     module states at index k; optimiser states at index k but for the step counts, which all
     seeds share."""
-    out: dict[str, Any] = {}
-    for key, value in state.items():
-        if _is_optimizer_state(value):
-            out[key] = {
-                "state": {
-                    i: {n: t if n == "step" else t[k].clone() for n, t in s.items()}
-                    for i, s in value["state"].items()
-                },
-                "param_groups": value["param_groups"],
-            }
-        elif (
-            isinstance(value, Mapping)
-            and value
-            and all(isinstance(v, Mapping) for v in value.values())
-        ):
-            out[key] = unstack_parts(value, k)  # a group of optimisers, by name
-        elif isinstance(value, Mapping):
-            out[key] = unstack_state(value, k)
-        else:
-            out[key] = value
-    return out
+    return _each_part(
+        [state],
+        lambda states: unstack_state(states[0], k),
+        lambda tensors: tensors[0][k].clone(),
+    )
 
 
 def stack_parts(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """K seeds' `parts_state`s (single-run format) stacked into a seed-batched one."""
+    return _each_part(states, stack_states, torch.stack)
+
+
+def _each_part(states, module, tensors) -> dict[str, Any]:
+    """Walk K `parts_state`s alike (one to split, K to stack): `module(states)` for a module's
+    state dicts, `tensors(values)` for each optimiser tensor but the shared step counts."""
     out: dict[str, Any] = {}
     for key, value in states[0].items():
         values = [s[key] for s in states]
@@ -86,10 +76,10 @@ def stack_parts(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             out[key] = {
                 "state": {
                     i: {
-                        n: t if n == "step" else torch.stack([v["state"][i][n] for v in values])
-                        for n, t in s.items()
+                        n: t if n == "step" else tensors([v["state"][i][n] for v in values])
+                        for n, t in entry.items()
                     }
-                    for i, s in value["state"].items()
+                    for i, entry in value["state"].items()
                 },
                 "param_groups": value["param_groups"],
             }
@@ -98,9 +88,9 @@ def stack_parts(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             and value
             and all(isinstance(v, Mapping) for v in value.values())
         ):
-            out[key] = stack_parts(values)
+            out[key] = _each_part(values, module, tensors)  # a group of optimisers, by name
         elif isinstance(value, Mapping):
-            out[key] = stack_states(values)
+            out[key] = module(values)
         else:
             out[key] = value
     return out

@@ -216,19 +216,18 @@ def seed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
 def add_per_seed(x: torch.Tensor, p: torch.Tensor, single_dims: int) -> torch.Tensor:
     """x + p where p is a single module's parameter of `single_dims` dimensions (broadcast over
     x's leading ones) or a stack of K of them [K, ...] (seed k's added to seed k's rows)."""
-    if p.dim() == single_dims:
-        return x + p
-    k = p.shape[0]
-    seeded = x.unflatten(0, (k, -1))
-    shaped = p.view(k, *[1] * (seeded.dim() - p.dim()), *p.shape[1:])
-    return (seeded + shaped).flatten(0, 1)
+    return _per_seed(torch.add, x, p, single_dims)
 
 
 def mul_per_seed(x: torch.Tensor, p: torch.Tensor, single_dims: int) -> torch.Tensor:
     """x · p, as `add_per_seed`."""
+    return _per_seed(torch.mul, x, p, single_dims)
+
+
+def _per_seed(op, x: torch.Tensor, p: torch.Tensor, single_dims: int) -> torch.Tensor:
     if p.dim() == single_dims:
-        return x * p
+        return op(x, p)
     k = p.shape[0]
     seeded = x.unflatten(0, (k, -1))
     shaped = p.view(k, *[1] * (seeded.dim() - p.dim()), *p.shape[1:])
-    return (seeded * shaped).flatten(0, 1)
+    return op(seeded, shaped).flatten(0, 1)

@@ -59,19 +59,17 @@ class SeedStreams:
 
     def randn(self, shape: Sequence[int], *, dtype=None, device=None) -> torch.Tensor:
         """Standard normal draws of `shape` ([K·R, ...]), seed k's R rows from generator k."""
-        r = self.rows(shape[0])
-        return torch.cat(
-            [torch.randn(r, *shape[1:], generator=g, dtype=dtype, device=device)
-             for g in self.generators]
-        )  # fmt: skip
+        return self._draw(torch.randn, shape, dtype, device)
 
     def rand(self, shape: Sequence[int], *, dtype=None, device=None) -> torch.Tensor:
         """Uniform [0, 1) draws of `shape`, seed k's rows from generator k."""
+        return self._draw(torch.rand, shape, dtype, device)
+
+    def _draw(self, draw, shape: Sequence[int], dtype, device) -> torch.Tensor:
         r = self.rows(shape[0])
         return torch.cat(
-            [torch.rand(r, *shape[1:], generator=g, dtype=dtype, device=device)
-             for g in self.generators]
-        )  # fmt: skip
+            [draw(r, *shape[1:], generator=g, dtype=dtype, device=device) for g in self.generators]
+        )
 
     def state(self) -> list[torch.Tensor]:
         """Every generator's state (a checkpoint keeps them)."""
