@@ -64,8 +64,11 @@ def execute(args: argparse.Namespace) -> int:
     runs = study.runs()
     target = args.out or ROOT / "runs" / "studies" / study.name
     out.print(f"study {escape(study.name)}: {len(runs)} runs → {escape(str(target))}")
-    if args.dry_run:
-        for spec in runs:
+    if args.dry_run:  # the processes the study starts: a run each, or a group of seeds each
+        jobs = study.jobs()
+        if len(jobs) != len(runs):
+            out.print(f"{len(jobs)} processes of up to {study.seeds_per_process} seeds each")
+        for spec in jobs:
             out.print(escape(f"  {spec.name}: tools/run.py {' '.join(spec.run_args())}"))
         return 0
 

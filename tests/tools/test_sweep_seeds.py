@@ -71,3 +71,13 @@ def test_a_grouped_study_writes_single_runs_and_resumes_a_killed_group(tiny_data
         assert record["seed"] == seed
     report = cli("report", str(out))
     assert report.returncode == 0 and "focal" in report.stdout, report.stderr
+
+
+def test_dry_run_lists_the_processes_the_study_starts(tiny_data, tmp_path):
+    r = cli("sweep", str(grouped_study(tmp_path / "s.toml", tiny_data)), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "2 processes of up to 2 seeds each" in r.stdout
+    text = " ".join(r.stdout.split())  # lines wrapped at the console's width, joined
+    assert text.count("tools/run.py") == 2
+    assert "focal-sparse_point_robot-s0-1: tools/run.py" in text and "--seeds 0,1 " in text
+    assert "focal-sparse_point_robot-s2-2: tools/run.py" in text and "--seeds 2 " in text
