@@ -29,7 +29,7 @@ from components.benchmarks.training import (
     PAPER_SPR,
     StepConfig,
     build_trainer,
-    eval_seconds,
+    eval_split,
     step_flops,
     step_ms,
     sweep_step_ms,
@@ -180,32 +180,45 @@ def _against_equal_work(rows: list[dict]) -> None:
 
 def bench_eval(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     """The meta-test of all Sparse-Point-Robot test tasks, full protocol (the paper scale's
-    runs per task and 400-transition contexts), with paper-size and CPU-scale networks."""
+    runs per task and 400-transition contexts), with paper-size and CPU-scale networks; and
+    (not with --quick) Meta-World ML1 push's, CPU scale (50 test tasks, one 500-step episode
+    each; its dataset is built first if the store has none, about 15 minutes). Each with the
+    share of its time spent in the simulators' `step`."""
     paper_scale, paper = _paper(quick)
+    configs = [
+        ("reference sizes", "sparse_point_robot", paper_scale, paper),
+        ("cpu scale", "sparse_point_robot", "tiny" if quick else "cpu", ("meta_test.runs = 3",)),
+    ]
+    if not quick:
+        configs.append(("cpu scale", "ml1_push", "cpu", ()))
     rows = []
-    for name, scale, bindings in (
-        ("reference sizes", paper_scale, paper),
-        ("cpu scale", "tiny" if quick else "cpu", ("meta_test.runs = 3",)),
-    ):
-        trainer = build_trainer(StepConfig(name, "focal.gin", scale, bindings=bindings))
-        seconds = eval_seconds(trainer, 1 if quick else 5)
+    for name, env, scale, bindings in configs:
+        trainer = build_trainer(StepConfig(name, "focal.gin", scale, env, bindings=bindings))
+        seconds, simulator = eval_split(trainer, 1 if quick else 5)
+        meta_test = trainer.loop.meta_test
         rows.append(
             {
                 "config": name,
+                "env": env,
                 "test_tasks": len(trainer.data.test_tasks),
-                "runs_per_task": trainer.loop.meta_test.runs,
-                "context_transitions": trainer.loop.meta_test.context_transitions,
+                "runs_per_task": meta_test.runs,
+                "context_transitions": meta_test.context_transitions,
                 "seconds": seconds,
+                "simulator_seconds": simulator,
+                "simulator_share": simulator / seconds,
             }
         )
     _table(
-        "eval: meta-test of every test task (median)",
+        "eval: meta-test of every test task (median), and its time in the simulators' step",
         rows,
         {
+            "env": "{env}",
             "networks": "{config}",
             "tasks × runs": "{test_tasks} × {runs_per_task}",
             "context": "{context_transitions}",
             "seconds": "{seconds:.2f}",
+            "simulator s": "{simulator_seconds:.2f}",
+            "simulator share": "{simulator_share:.0%}",
         },
     )
     return rows

@@ -261,6 +261,11 @@ class MetaTest:
             dataset_returns=None if dataset_returns is None else np.asarray(dataset_returns),
         )
 
+    @property
+    def environment(self):
+        """The batched environment of the last meta-test (None before the first)."""
+        return None if self._env is None else self._env[1]
+
     def _environment(self, family: EnvFamily, task_ids: list[int]):
         """One batched environment for all runs of all test tasks, made once and reused."""
         key = (id(family), tuple(task_ids))
