@@ -22,11 +22,10 @@ from registry.errors import (
 from registry.experiment import Experiment, RunContext
 from registry.kinds import KINDS
 from registry.plugins import load_plugin
-from registry.recipes import RECIPES_DIR, Composition, compose, operative_config
+from registry.recipes import Composition, compose, default_recipes_dir, operative_config
 
 __all__ = [
     "KINDS",
-    "RECIPES_DIR",
     "Argument",
     "CatalogEntry",
     "Composition",
@@ -41,6 +40,7 @@ __all__ = [
     "UnknownKindError",
     "catalog",
     "compose",
+    "default_recipes_dir",
     "entries",
     "entry_of",
     "get",

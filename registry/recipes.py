@@ -46,9 +46,13 @@ from registry.validation import check_bindings
 
 T = TypeVar("T")
 
-RECIPES_DIR = Path(
-    os.environ.get("FOCALPP_RECIPES") or Path(__file__).resolve().parents[1] / "recipes"
-)
+SHIPPED_RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+
+
+def default_recipes_dir() -> Path:
+    """The recipes directory a run reads when none is given: $FOCALPP_RECIPES if set (read at
+    each call, so one process may run tools with different ones), else the shipped recipes."""
+    return Path(os.environ.get("FOCALPP_RECIPES") or SHIPPED_RECIPES)
 
 
 @dataclass(frozen=True)
@@ -197,7 +201,7 @@ def compose_columns(
 def checked_recipes_dir(recipes_dir: Path | None = None) -> Path:
     """The recipes directory (given, else $FOCALPP_RECIPES, else the shipped one); it must
     exist, or every recipe lookup would fail with an empty list of choices."""
-    path = Path(recipes_dir or RECIPES_DIR)
+    path = Path(recipes_dir or default_recipes_dir())
     if not path.is_dir():
         origin = (
             f" ($FOCALPP_RECIPES = {os.environ['FOCALPP_RECIPES']!r})"
@@ -228,7 +232,9 @@ def find_recipe(recipe: str | Path, recipes_dir: Path) -> Path:
 
 def columns(column: str, recipes_dir: Path | None = None) -> list[str]:
     """Names available in a column directory (`envs` or `scales`)."""
-    return sorted(p.stem for p in (Path(recipes_dir or RECIPES_DIR) / column).glob("*.gin"))
+    return sorted(
+        p.stem for p in (Path(recipes_dir or default_recipes_dir()) / column).glob("*.gin")
+    )
 
 
 def env_group(env: str) -> str:

@@ -56,11 +56,12 @@ def cli(
 
     In this process, through the tool's `main(argv)` (its own start-up is what a separate
     process would add, and that is most of a tool test's time), unless `process` is set or the
-    call needs a process of its own: a working directory, or environment variables (read at
-    start-up: FOCALPP_RECIPES, or the thread count, which changes the order of float sums and
-    so the bits of a run that another process is compared with).
+    call needs a process of its own: a working directory, or environment variables read at
+    start-up (the thread count, which changes the order of float sums and so the bits of a run
+    that another process is compared with). Variables the tools read at each call
+    (FOCALPP_RECIPES) are set for the call only.
     """
-    if process or cwd is not None or env:
+    if process or cwd is not None or set(env or {}) - READ_AT_EACH_CALL:
         return subprocess.run(
             [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
             capture_output=True,
@@ -69,10 +70,13 @@ def cli(
             cwd=cwd or ROOT,
             timeout=300,
         )
-    return _in_process(tool, list(args))
+    return _in_process(tool, list(args), env or {})
 
 
-def _in_process(tool: str, args: list[str]) -> subprocess.CompletedProcess:
+READ_AT_EACH_CALL = {"FOCALPP_RECIPES"}
+
+
+def _in_process(tool: str, args: list[str], env: dict) -> subprocess.CompletedProcess:
     import io
     import traceback
     from contextlib import redirect_stderr, redirect_stdout
@@ -83,6 +87,8 @@ def _in_process(tool: str, args: list[str]) -> subprocess.CompletedProcess:
     stdout, stderr = io.StringIO(), io.StringIO()
     widths = console.out.width, console.err.width
     console.out.width = console.err.width = 250
+    before = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
     try:
         with redirect_stdout(stdout), redirect_stderr(stderr):
             try:
@@ -94,6 +100,11 @@ def _in_process(tool: str, args: list[str]) -> subprocess.CompletedProcess:
                 code = 1
     finally:
         console.out.width, console.err.width = widths
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name)
+            else:
+                os.environ[name] = value
         gin.clear_config()
     argv = [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args]
     return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
@@ -139,7 +150,7 @@ def run_row(
     """Compose a shipped (or given) recipe at the tiny scale and run it in-process, as
     tools/run.py does; returns (metrics, algorithm); with train=False only builds it and
     returns (None, algorithm)."""
-    from registry import RECIPES_DIR, RunContext, compose
+    from registry import RunContext, compose, default_recipes_dir
     from registry.recipes import build_algorithm
     from registry.usage import check_used
 
@@ -151,7 +162,7 @@ def run_row(
         device=device,
         bindings=[f"task_data.root = '{data_root}'", *bindings],
         plugins=plugins,
-        recipes_dir=RECIPES_DIR,
+        recipes_dir=default_recipes_dir(),
     )
     run_dir.mkdir(parents=True)
     context = RunContext(env=env, scale="tiny", seed=seed, run_dir=run_dir, device=device)

@@ -7,7 +7,7 @@ from gin import config_parser
 
 from components.reporting.metaworld import REFERENCES
 from components.reporting.paper import ROWS
-from registry import RECIPES_DIR, compose
+from registry import compose, default_recipes_dir
 from registry.recipes import columns
 
 
@@ -30,10 +30,10 @@ def test_every_column_composes(env, scale, tmp_path):
     recipe.write_text(
         "import toy_components\ninclude 'base.gin'\nexperiment.algorithm = @toy_algorithm\n"
     )
-    comp = compose(recipe, env=env, scale=scale, recipes_dir=RECIPES_DIR)
+    comp = compose(recipe, env=env, scale=scale, recipes_dir=default_recipes_dir())
     assert (comp.experiment.env, comp.experiment.scale) == (env, scale)
     assert comp.sources[0] == str(recipe)
-    assert comp.sources[1] == str(RECIPES_DIR / "envs" / f"{env}.gin")
+    assert comp.sources[1] == str(default_recipes_dir() / "envs" / f"{env}.gin")
 
 
 def test_env_columns_name_registered_families():
@@ -43,11 +43,11 @@ def test_env_columns_name_registered_families():
 
     variants = set(columns("envs")) - set(names("env"))
     assert variants == {"sparse_point_robot_relabeled"}
-    text = (RECIPES_DIR / "envs" / "sparse_point_robot_relabeled.gin").read_text()
+    text = (default_recipes_dir() / "envs" / "sparse_point_robot_relabeled.gin").read_text()
     assert "task_data.family = 'sparse_point_robot'" in text
 
 
-RECIPES = sorted(p.stem for p in RECIPES_DIR.glob("*.gin") if p.name != "base.gin")
+RECIPES = sorted(p.stem for p in default_recipes_dir().glob("*.gin") if p.name != "base.gin")
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
@@ -60,7 +60,7 @@ def test_every_recipe_composes_on_every_column_and_scale(recipe, capfd, monkeypa
     monkeypatch.setattr(renames, "_noted", set())  # each moved name is noted once per process
     for env in columns("envs"):
         for scale in columns("scales"):
-            comp = compose(f"{recipe}.gin", env=env, scale=scale, recipes_dir=RECIPES_DIR)
+            comp = compose(f"{recipe}.gin", env=env, scale=scale, recipes_dir=default_recipes_dir())
             assert (comp.experiment.env, comp.experiment.scale) == (env, scale)
     assert "is now" not in capfd.readouterr().err
 
@@ -73,7 +73,7 @@ def test_shipped_studies_use_todays_names():
     from registry.renames import RENAMED
 
     old = re.compile("|".join(rf"\b{name}\.{argument}\b" for name, argument in RENAMED))
-    for path in sorted((RECIPES_DIR.parent / "studies").glob("*.toml")):
+    for path in sorted((default_recipes_dir().parent / "studies").glob("*.toml")):
         assert not old.search(path.read_text()), path
 
 
@@ -105,7 +105,7 @@ def bindings_of(path) -> dict:
     bound = {}
     for statement in statements(path):
         if isinstance(statement, config_parser.IncludeStatement):
-            bound.update(bindings_of(RECIPES_DIR / statement.filename))
+            bound.update(bindings_of(default_recipes_dir() / statement.filename))
         elif isinstance(statement, config_parser.BindingStatement):
             bound[(statement.scope, statement.selector, statement.arg_name)] = statement.value
     return bound
@@ -115,12 +115,12 @@ def bindings_of(path) -> dict:
 def test_a_recipe_binds_only_what_differs_from_what_it_includes(recipe):
     """A row that includes another binds nothing the included one already binds to the same
     value (FOCAL, the root row, states its choices in full)."""
-    path = RECIPES_DIR / f"{recipe}.gin"
+    path = default_recipes_dir() / f"{recipe}.gin"
     own = statements(path)
     parents = [s.filename for s in own if isinstance(s, config_parser.IncludeStatement)]
     inherited = {}
     for parent in parents:
-        inherited.update(bindings_of(RECIPES_DIR / parent))
+        inherited.update(bindings_of(default_recipes_dir() / parent))
     restated = [
         f"{s.location.line_content.strip()} (line {s.location.line_num})"
         for s in own
@@ -137,9 +137,9 @@ def test_a_recipe_binds_only_what_differs_from_what_it_includes(recipe):
 def test_row_recipes_compose_and_state_their_ingredients(row):
     import gin
 
-    comp = compose(f"{row}.gin", recipes_dir=RECIPES_DIR)
+    comp = compose(f"{row}.gin", recipes_dir=default_recipes_dir())
     assert comp.experiment.algorithm_name == "focal"
-    header = (RECIPES_DIR / f"{row}.gin").read_text().split("include")[0]
+    header = (default_recipes_dir() / f"{row}.gin").read_text().split("include")[0]
     objective = gin.query_parameter("focal.objective").selector
     assert objective in ("focal_dml", "matrix_moco")
     assert ("DML" in header or "distance-metric" in header) == (objective == "focal_dml")
@@ -155,7 +155,7 @@ BASELINES = {
 @pytest.mark.parametrize("recipe", sorted(BASELINES))
 def test_baseline_recipes_compose_and_name_their_paper(recipe):
     algorithm, authors = BASELINES[recipe]
-    comp = compose(f"{recipe}.gin", recipes_dir=RECIPES_DIR)
+    comp = compose(f"{recipe}.gin", recipes_dir=default_recipes_dir())
     assert comp.experiment.algorithm_name == algorithm
-    header = (RECIPES_DIR / f"{recipe}.gin").read_text().split("include")[0]
+    header = (default_recipes_dir() / f"{recipe}.gin").read_text().split("include")[0]
     assert authors in header and "baseline" in header

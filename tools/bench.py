@@ -60,7 +60,7 @@ from components.envs.point_robot import PointRobotFamily
 from components.reporting.console import run_tool
 from components.reporting.run_dir import atomic_write_text
 from components.transitions import Transitions
-from registry import RECIPES_DIR, get, names
+from registry import default_recipes_dir, get, names
 from registry.recipes import compose_columns
 
 console = Console(highlight=False)
@@ -115,7 +115,9 @@ def batched_env_rate(family, tasks, seconds: float, **kwargs) -> float:
 def bench_families(quick: bool) -> list[str]:
     """Every family, of Meta-World's 50 the ones with a column of their own (the others run
     the same code on other simulator models; none when `quick`: 50 simulators to build)."""
-    shipped = set() if quick else {p.stem for p in (RECIPES_DIR / "envs").glob("ml1_*.gin")}
+    shipped = (
+        set() if quick else {p.stem for p in (default_recipes_dir() / "envs").glob("ml1_*.gin")}
+    )
     return [n for n in names("env") if not n.startswith("ml1_") or n in shipped]
 
 

@@ -66,11 +66,11 @@ from components.reporting.run_record import (
     relocated_plugins,
 )
 from registry import (
-    RECIPES_DIR,
     Composition,
     FocalppError,
     RunContext,
     compose,
+    default_recipes_dir,
     operative_config,
 )
 from registry.constraints import check_seed
@@ -181,10 +181,12 @@ def recorded_run(args: argparse.Namespace, run_dir: Path) -> dict:
     if args.out is not None:
         raise FocalppError("--resume continues the run in its own directory; drop --out")
     if args.recipe:
-        asked = portable(find_recipe(args.recipe, RECIPES_DIR))
+        asked = portable(find_recipe(args.recipe, default_recipes_dir()))
         if not _recipe_on_this_machine(record, run_dir):
             record = {**record, "recipe": asked}
-        elif asked != portable(find_recipe(recorded_recipe(record, run_dir), RECIPES_DIR)):
+        elif asked != portable(
+            find_recipe(recorded_recipe(record, run_dir), default_recipes_dir())
+        ):
             raise _mismatch(run_dir, "recipe", asked, record["recipe"])
     given = {
         "env": args.env,

@@ -13,7 +13,7 @@ from pathlib import Path
 import gin
 
 from components.benchmarks.limits import count_flops, synchronize
-from registry import RECIPES_DIR, RunContext, compose
+from registry import RunContext, compose, default_recipes_dir
 from registry.recipes import build_algorithm
 
 # The FOCAL reference's Sparse-Point-Robot configuration: meta-batch 16 tasks, RL batch 256,
@@ -68,7 +68,7 @@ def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | Non
         seed=0,
         device=device,
         bindings=bindings,
-        recipes_dir=RECIPES_DIR,
+        recipes_dir=default_recipes_dir(),
     )
     run_dir = Path(tempfile.mkdtemp(prefix="focalpp-bench-"))
     seeds = tuple(range(config.seeds))

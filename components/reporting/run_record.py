@@ -19,7 +19,7 @@ from components.reporting.checkpoint import (
 )
 from components.reporting.console import out
 from components.reporting.run_dir import atomic_write_text
-from registry import RECIPES_DIR, Composition, FocalppError, RunContext, compose
+from registry import Composition, FocalppError, RunContext, compose, default_recipes_dir
 from registry.constraints import check_seed
 from registry.recipes import build_algorithm
 
@@ -31,7 +31,7 @@ def portable(path: str | Path) -> str:
     inside (so the record holds on any machine and checkout), else its absolute path."""
     path = Path(path).resolve()
     try:
-        return str(path.relative_to(RECIPES_DIR.resolve()))
+        return str(path.relative_to(default_recipes_dir().resolve()))
     except ValueError:
         return str(path)
 
@@ -46,7 +46,7 @@ def recorded_recipe(record: dict[str, Any], run_dir: Path) -> str:
     parts = recipe.parts
     if "recipes" in parts:
         tail = Path(*parts[len(parts) - parts[::-1].index("recipes") :])
-        if (RECIPES_DIR / tail).is_file():
+        if (default_recipes_dir() / tail).is_file():
             return str(tail)
     raise FocalppError(
         f"{run_dir}/run.json names recipe {recipe}, which is not on this machine (the run "

@@ -29,7 +29,7 @@ from typing import Any
 
 import tomllib
 
-from registry import RECIPES_DIR, FocalppError, get, load_plugin
+from registry import FocalppError, default_recipes_dir, get, load_plugin
 from registry.constraints import check_seed
 from registry.recipes import columns, find_recipe
 
@@ -202,7 +202,7 @@ class Study:
         for name in self.analyses:
             get("analysis", name)  # raises, with suggestions
         for recipe in self.recipes:
-            find_recipe(recipe, RECIPES_DIR)  # raises, with suggestions
+            find_recipe(recipe, default_recipes_dir())  # raises, with suggestions
         for column, values in (("envs", self.envs), ("scales", (self.scale,))):
             known = columns(column)
             for value in values:

@@ -63,7 +63,8 @@ def test_unknown_kind_lists_kinds():
 
 
 def test_names_wildcards_sorted():
-    assert names("transition_encoder", "toy_*")[:2] == ["toy_linear", "toy_square"]
+    toys = names("transition_encoder", "toy_*")  # other tests' toys may be registered too
+    assert toys == sorted(toys) and {"toy_linear", "toy_square"} <= set(toys)
     assert names("transition_encoder", "*square") == ["toy_square"]
     assert names("transition_encoder", "zzz*") == []
 

@@ -8,7 +8,7 @@ import gin
 import pytest
 
 from registry import RecipeError, RunContext, compose
-from registry.recipes import RECIPES_DIR, _search_paths, build, parse_file
+from registry.recipes import _search_paths, build, default_recipes_dir, parse_file
 from registry.usage import check_used, unused_bindings
 from tests.conftest import DATA
 
@@ -155,7 +155,7 @@ def test_reading_file_by_file_gives_the_configuration_gin_gives(recipe):
     comp = compose(recipe, env="walker_params", scale="paper", seed=0, device="cpu")
     ours = gin.config_str()
     gin.clear_config()
-    with _search_paths(RECIPES_DIR, RECIPES_DIR):
+    with _search_paths(default_recipes_dir(), default_recipes_dir()):
         for source in comp.sources[:-1]:
             gin.parse_config_file(source)
     gin.parse_config(

@@ -16,12 +16,12 @@ SEEDS = (0, 1, 2)
 
 def built(recipe, tiny_data, run_dir, *extra, seed=0, seeds=()):
     """A trainer built as tools/run.py builds it (not run)."""
-    from registry import RECIPES_DIR, RunContext, compose
+    from registry import RunContext, compose, default_recipes_dir
     from registry.recipes import build_algorithm
 
     comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=seed, device="cpu",
                    bindings=[f"task_data.root = '{tiny_data}'", *TINY, *extra],
-                   recipes_dir=RECIPES_DIR)  # fmt: skip
+                   recipes_dir=default_recipes_dir())  # fmt: skip
     run_dir.mkdir(parents=True)
     context = RunContext(env="sparse_point_robot", scale="tiny", seed=seed, run_dir=run_dir,
                          device="cpu", seeds=seeds)  # fmt: skip
@@ -70,12 +70,12 @@ def test_a_part_without_a_seed_batched_form_is_named(tiny_data, tmp_path):
 
 def grouped(recipe, tiny_data, root, seeds, *bindings):
     """K seeds trained together to the end, each in its own run directory."""
-    from registry import RECIPES_DIR, RunContext, compose
+    from registry import RunContext, compose, default_recipes_dir
     from registry.recipes import build_algorithm
 
     comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=seeds[0], device="cpu",
                    bindings=[f"task_data.root = '{tiny_data}'", *bindings],
-                   recipes_dir=RECIPES_DIR)  # fmt: skip
+                   recipes_dir=default_recipes_dir())  # fmt: skip
     dirs = tuple(root / f"s{s}" for s in seeds)
     for d in dirs:
         d.mkdir(parents=True)
@@ -128,14 +128,14 @@ def test_a_seed_gone_non_finite_stops_alone(tiny_data, tmp_path, capsys):
     """Seed 1's policy weights set to NaN before training: seed 1 stops at the first record,
     named, keeping no eval.json; seed 0 trains on exactly as its single run (its numbers never
     depend on another seed's)."""
-    from registry import RECIPES_DIR, RunContext, compose
+    from registry import RunContext, compose, default_recipes_dir
     from registry.recipes import build_algorithm
 
     for recipe in ("focal.gin", "focalpp_contrastive.gin"):
         root = tmp_path / recipe
         comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=0, device="cpu",
                        bindings=[f"task_data.root = '{tiny_data}'", *RUN],
-                       recipes_dir=RECIPES_DIR)  # fmt: skip
+                       recipes_dir=default_recipes_dir())  # fmt: skip
         dirs = (root / "s0", root / "s1")
         for d in dirs:
             d.mkdir(parents=True)
