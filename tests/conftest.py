@@ -58,10 +58,11 @@ def cli(
     process would add, and that is most of a tool test's time), unless `process` is set or the
     call needs a process of its own: a working directory, or environment variables read at
     start-up (the thread count, which changes the order of float sums and so the bits of a run
-    that another process is compared with). Variables the tools read at each call
-    (FOCALPP_RECIPES) are set for the call only.
+    that another process is compared with) that this process does not already have. Variables
+    the tools read at each call (FOCALPP_RECIPES) are set for the call only.
     """
-    if process or cwd is not None or set(env or {}) - READ_AT_EACH_CALL:
+    start_up = {k: v for k, v in (env or {}).items() if k not in READ_AT_EACH_CALL}
+    if process or cwd is not None or not _in_effect(start_up):
         return subprocess.run(
             [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args],
             capture_output=True,
@@ -74,6 +75,18 @@ def cli(
 
 
 READ_AT_EACH_CALL = {"FOCALPP_RECIPES"}
+
+
+def _in_effect(start_up: dict[str, str]) -> bool:
+    """This process started with these values (a test worker's one thread, say), and its
+    PyTorch still runs with the thread count they give."""
+    if any(os.environ.get(k) != v for k, v in start_up.items()):
+        return False
+    if "OMP_NUM_THREADS" in start_up:
+        import torch
+
+        return torch.get_num_threads() == int(start_up["OMP_NUM_THREADS"])
+    return True
 
 
 def _in_process(tool: str, args: list[str], env: dict) -> subprocess.CompletedProcess:

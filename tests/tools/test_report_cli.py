@@ -224,13 +224,17 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
         'name = "vs"\nrecipes = ["focal.gin", "focalpp_batchwise.gin"]\n'
         'envs = ["sparse_point_robot_relabeled"]\nseeds = [0]\nscale = "tiny"\n'
         'analyses = ["embedding_variance"]\n'
-        f"bindings = [\"task_data.root = '{store}'\"]\n[variants]\n{variants}"
+        # each run analyses itself at its end (`experiment.analyses`): no analysis jobs after
+        f"bindings = [\"task_data.root = '{store}'\", "
+        "\"experiment.analyses = ['embedding_variance']\"]\n"
+        f"[variants]\n{variants}"
     )
     out = tmp_path / "study"
     swept = cli("sweep", str(study), "--out", str(out))
     assert swept.returncode == 0, swept.stderr
     index = json.loads((out / "index.json").read_text())
     assert [r["analyses"] for r in index["runs"]] == ["done"] * 4
+    assert not list((out / "logs").glob("analyze-*"))  # the runs did them
     runs = sorted((out / "runs").iterdir())
     sparsity = {
         run.name: json.loads((run / "analysis.json").read_text())["embedding_variance"]["sparsity"]

@@ -110,7 +110,7 @@ def test_killed_worker_is_reported_then_resumed_by_running_again(tiny_data, tmp_
 
 
 def test_a_run_that_dies_is_retried_within_the_study(tiny_data, tmp_path):
-    study = write_study(tmp_path / "study.toml", tiny_data, seeds=(0, 1), retries=1)
+    study = write_study(tmp_path / "study.toml", tiny_data, seeds=(0,), retries=1)
     out = tmp_path / "study"
     victim = out / "runs" / "focal-sparse_point_robot-s0"
     proc = sweep(str(study), "--out", str(out), "--workers", "1")

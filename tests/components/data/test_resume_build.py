@@ -19,11 +19,11 @@ from components.data.build import ensure_dataset, partial_dir
 from components.data.store import DatasetError
 from tests.conftest import ROOT
 
-SETTINGS = [  # 50 wind tasks, 600 SAC steps, resume points every 100 steps
-    "behaviour_sac.env_steps = 600",
+SETTINGS = [  # 50 wind tasks, 300 SAC steps, resume points every 50 steps
+    "behaviour_sac.env_steps = 300",
     "behaviour_sac.start_steps = 20",
     "behaviour_sac.batch_size = 16",
-    "behaviour_sac.resume_every = 100",
+    "behaviour_sac.resume_every = 50",
     "checkpoints.checkpoints = 4",
     "checkpoints.episodes = 2",
 ]
@@ -49,9 +49,18 @@ def checksums(path: Path) -> dict:
     }
 
 
+def build(root: Path, **kwargs) -> None:
+    """The build in this process, as tools/collect.py runs it."""
+    gin.clear_config()
+    gin.parse_config(SETTINGS)
+    try:
+        ensure_dataset(FAMILY, "checkpoints", 0, root=root, **kwargs)
+    finally:
+        gin.clear_config()
+
+
 def test_a_killed_build_goes_on_to_the_same_bytes(tmp_path):
-    whole = collect(tmp_path / "whole")
-    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+    build(tmp_path / "whole")  # never stopped
 
     killed = collect(tmp_path / "killed")
     path = tmp_path / "killed" / FAMILY / "checkpoints-s0"
@@ -67,14 +76,8 @@ def test_a_killed_build_goes_on_to_the_same_bytes(tmp_path):
 
     stopped_at = torch.load(state, weights_only=False)["step"]
     seen = []
-    gin.clear_config()
-    gin.parse_config(SETTINGS)
-    try:
-        ensure_dataset(FAMILY, "checkpoints", 0, root=tmp_path / "killed",
-                       progress=lambda done, total: seen.append(done))  # fmt: skip
-    finally:
-        gin.clear_config()
-    assert 0 < stopped_at < 600 and seen[0] == stopped_at + 1  # went on, did not start over
+    build(tmp_path / "killed", progress=lambda done, total: seen.append(done))
+    assert 0 < stopped_at < 300 and seen[0] == stopped_at + 1  # went on, did not start over
     assert checksums(path) == checksums(tmp_path / "whole" / FAMILY / "checkpoints-s0")
     assert not partial_dir(path).exists()  # the saved state goes once the dataset is written
 

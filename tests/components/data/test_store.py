@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import gin
 import numpy as np
 import pytest
 
@@ -188,10 +189,17 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("family", ["sparse_ant_fwd_back", "walker_params"])
-def test_mujoco_collection_end_to_end(family, tmp_path):
-    episodes = 2 if family == "sparse_ant_fwd_back" else 1  # walker: 50 tasks, keep it short
-    extra = ["behaviour_sac.hidden = (16,)", f"checkpoints.episodes = {episodes}"]
-    dataset = build_tiny(tmp_path, family=family, extra=extra)
+def test_mujoco_collection_end_to_end(family, tiny_data):
+    """The tiny scale's own dataset of the family, as the tiny runs build it (and share it with
+    them in the session's store)."""
+    from registry.recipes import compose_columns
+
+    compose_columns(family, "tiny")
+    try:
+        dataset = ensure_dataset(family, "checkpoints", 0, root=tiny_data, tag="tiny", scale="tiny")
+        episodes = gin.query_parameter("checkpoints.episodes")
+    finally:
+        gin.clear_config()
     q = dataset.quality("mixed")
     n_tasks = len(dataset.tasks)
     assert (
