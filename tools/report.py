@@ -323,7 +323,10 @@ def _variance(run: dict) -> float | None:
 
 
 def _variance_ratio(run: dict) -> float | None:
-    return run["analysis"].get("task_vectors", {}).get("variance_ratio")
+    """None where the run's vectors do not differ between tasks (a fixed z; records written
+    before the analysis said so hold an infinite ratio)."""
+    ratio = run["analysis"].get("task_vectors", {}).get("variance_ratio")
+    return ratio if ratio is not None and np.isfinite(ratio) else None
 
 
 def _goal_radius(group: list[dict]) -> float | None:
@@ -507,6 +510,8 @@ def task_vector_table(grouped) -> Report | None:
         def cell(key: str, digits: str = ".2f", found=found) -> str:
             return spread([f[key] for f in found], digits)
 
+        ratios = [_variance_ratio({"analysis": {"task_vectors": f}}) for f in found]
+
         holding = [f.get("holding_error") for f in found]
         hold = {
             k: spread([h[k] for h in holding], digits)
@@ -523,7 +528,7 @@ def task_vector_table(grouped) -> Report | None:
                 f"{cell('decoding_error', '.3g')} {unit}".strip(),
                 f"{cell('nearest_train_task_error', '.3g')} {unit}".strip(),
                 cell("identification_accuracy"),
-                cell("variance_ratio", ".1e"),
+                cell("variance_ratio", ".1e") if None not in ratios else "-",
                 hold["distance"],
                 hold["angle"],
             )
@@ -560,7 +565,7 @@ def variance_table(grouped) -> Report | None:
             paper = TABLE2.get((env, recipe_stem(group[0])))
             found = [r["analysis"].get("task_vectors") for r in group]
             found = [f for f in found if f]
-            ratios = [f["variance_ratio"] for f in found]
+            ratios = [_variance_ratio({"analysis": {"task_vectors": f}}) for f in found]
             sizes = sorted({f["context_size"] for f in found})
             rows.append(
                 (
@@ -570,7 +575,9 @@ def variance_table(grouped) -> Report | None:
                     seeds(group),
                     spread(values, ".2e"),
                     f"{paper:.2e}" if paper else "-",
-                    spread(ratios, ".1e") + f" (context {sizes[0]})" if len(sizes) == 1 else "-",
+                    spread(ratios, ".1e") + f" (context {sizes[0]})"
+                    if len(sizes) == 1 and None not in ratios
+                    else "-",
                 )
             )
     columns = (

@@ -77,18 +77,19 @@ def nearest_task_error(
 @dataclass(frozen=True)
 class Spread:
     """within: mean over tasks and dims of the variance over draws (Table 2's number); between:
-    the variance over tasks of the per-task mean, mean over dims; ratio = within / between."""
+    the variance over tasks of the per-task mean, mean over dims; ratio = within / between,
+    None where the vectors do not differ between tasks (a fixed z: nothing to compare)."""
 
     within: float
     between: float
-    ratio: float
+    ratio: float | None
 
 
 def variance_ratio(z: np.ndarray) -> Spread:
     """z [D draws, T tasks, Z] -> within- and between-task variance and their ratio."""
     within = float(z.var(axis=0).mean())
     between = float(z.mean(axis=0).var(axis=0).mean())
-    return Spread(within, between, within / between if between > 0 else float("inf"))
+    return Spread(within, between, within / between if between > 0 else None)
 
 
 @torch.no_grad()

@@ -66,3 +66,5 @@ def test_variance_ratio_is_scale_free_and_known():
     assert spread.within == 1.0 and spread.between == 25.0 and spread.ratio == 0.04
     scaled = variance_ratio(7.0 * z + 3.0)
     assert scaled.within == pytest.approx(49.0) and scaled.ratio == pytest.approx(0.04)
+    fixed = variance_ratio(np.zeros((2, 3, 4)))  # z = 0 for every task: no ratio to give
+    assert (fixed.within, fixed.between, fixed.ratio) == (0.0, 0.0, None)
