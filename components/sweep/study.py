@@ -156,7 +156,9 @@ class Study:
         return (f"task_data.shards = {self.dataset_shards}",) if self.dataset_shards else ()
 
     def runs(self) -> list[RunSpec]:
-        """Every run, recipe-major, then env, then variant, then seed (the order of the index)."""
+        """Every run, environment-major, then variant, then recipe, then seed: the order of the
+        index and of the runs' start, so that a study stopped part-way has every recipe of its
+        first environments to compare rather than its first recipe everywhere."""
         variants = self.variants or {"": ()}
         return [
             RunSpec(
@@ -169,9 +171,9 @@ class Study:
                 plugins=self.plugins,
                 variant=variant,
             )
-            for recipe in self.recipes
             for env in self.envs
             for variant, extra in variants.items()
+            for recipe in self.recipes
             for seed in self.seeds
         ]
 
