@@ -52,11 +52,11 @@ def comparable_key(env: str, run: dict) -> str:
     return "paper_return_mean" if "sparse_return_mean" in run["eval"] else "test_return_mean"
 
 
-def last_meta_tests(run: dict, count: int = 3) -> float | None:
-    """The mean of the run's last `count` meta-tests' paper-comparable return (fewer if it
-    recorded fewer): a reading less exposed than the final one to the swing between meta-tests.
-    Needs the run's metrics log (`run["metrics"]`)."""
-    key = comparable_key(run["env"], run)
+def last_meta_tests(run: dict, count: int = 3, key: str | None = None) -> float | None:
+    """The mean of the run's last `count` meta-tests' `key` (default: the paper-comparable
+    return; fewer if it recorded fewer): a reading less exposed than the final one to the swing
+    between meta-tests. Needs the run's metrics log (`run["metrics"]`)."""
+    key = key or comparable_key(run["env"], run)
     values = [r[key] for r in run.get("metrics", []) if r.get("kind") == "eval" and key in r]
     return float(np.mean(values[-count:])) if values else None
 

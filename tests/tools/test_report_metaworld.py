@@ -41,6 +41,22 @@ def test_metaworld_table_places_a_row_between_floor_and_ceiling():
     assert rows["focal"][5] == "0.500 ± 0.100" and rows["focal"][8] == "0.30"  # (0.5-0.2)/1.0
     assert rows["focal"][9] == "0.34 ± 0.14" and rows["focal"][1] == "hidden goal"
     assert rows["reference_oracle"][8] == "-"
+    assert rows["focal"][10] == "-"  # no metrics log: no meta-tests to average
+
+
+def test_metaworld_table_averages_each_runs_last_three_meta_tests():
+    report = _tool("report")
+    runs = []
+    for seed, history in enumerate([[0.1, 0.2, 0.3, 0.4], [0.9, 0.5]]):
+        run = record("focal", "ml1_push", seed, history[-1])
+        run["metrics"] = [{"kind": "train", "step": 1}] + [
+            {"kind": "eval", "step": 2 * (i + 1), "normalised_score": v}
+            for i, v in enumerate(history)
+        ]
+        runs.append(run)
+    (row,) = report.metaworld_table(report.groups(runs), reps=200).rows
+    # seed 0: (0.2 + 0.3 + 0.4) / 3 = 0.3; seed 1 has two meta-tests: 0.7
+    assert row[5] == "0.450 ± 0.050" and row[10] == "0.500 ± 0.200"
 
 
 def test_metaworld_orders_per_task_and_over_tasks():
