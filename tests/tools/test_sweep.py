@@ -152,6 +152,25 @@ def test_shipped_studies_resolve(path):
     assert study.runs()
 
 
+def test_runs_start_environment_by_environment(tmp_path):
+    """A study stopped part-way has every recipe of its first environments to compare."""
+    from components.sweep.study import load_study
+
+    path = tmp_path / "study.toml"
+    path.write_text(
+        'name = "order"\nrecipes = ["focal.gin", "focalpp.gin"]\n'
+        'envs = ["sparse_point_robot", "point_robot_wind"]\nseeds = [0, 1]\nscale = "tiny"\n'
+    )
+    names = [run.name for run in load_study(path).runs()]
+    assert names[:4] == [
+        "focal-sparse_point_robot-s0",
+        "focal-sparse_point_robot-s1",
+        "focalpp-sparse_point_robot-s0",
+        "focalpp-sparse_point_robot-s1",
+    ]
+    assert len(names) == 8 and all("point_robot_wind" in n for n in names[4:])
+
+
 def test_dry_run_lists_the_runs():
     r = cli("sweep", str(ROOT / "studies" / "smoke.toml"), "--dry-run")
     assert r.returncode == 0, r.stderr
