@@ -834,14 +834,16 @@ def metaworld_orders(grouped, reps: int = REPS) -> Report | None:
     """FOCAL++ against FOCAL (the paper's rows) on Meta-World, per task and over the tasks both
     rows ran: the probability that a run of one beats a run of the other in normalised score,
     and the mean normalised score over the tasks with its interval."""
-    scores: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
-    for (env, scale, recipe), group in grouped.items():
+    scores: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(dict)
+    for (env, scale, _), group in grouped.items():
         if env in metaworld.PUBLISHED and _normalised(group[0]) is not None:
-            scores[(scale, recipe)][env] = [_normalised(r) for r in group]
+            label = group[0].get("label") or ""  # a study's variant: compared within it
+            scores[(scale, label, recipe_stem(group[0]))][env] = [_normalised(r) for r in group]
     rows = []
-    row, other = "focalpp", "focal"
-    for scale in sorted({s for s, _ in scores}):
-        x, y = scores.get((scale, row), {}), scores.get((scale, other), {})
+    stems = "focalpp", "focal"
+    for scale, label in sorted({(s, lab) for s, lab, _ in scores}):
+        x, y = (scores.get((scale, label, stem), {}) for stem in stems)
+        row, other = (f"{stem} ({label})" if label else stem for stem in stems)
         shared = sorted(set(x) & set(y))
         for env in shared:
             if min(len(x[env]), len(y[env])) < 2:

@@ -75,3 +75,22 @@ def test_metaworld_orders_per_task_and_over_tasks():
     assert rows["ml1_sweep"][5].startswith("0.50") and rows["ml1_sweep"][8] == "same within noise"
     over = rows["over 2 tasks"]  # P averaged over the two tasks: (1 + 0.5) / 2
     assert over[5].startswith("0.75") and over[6].startswith("0.625")  # (0.65 + 0.6) / 2
+
+
+def test_metaworld_orders_compare_within_a_variant():
+    """A study's variant (the coupled forms) is compared with itself, never across."""
+    report = _tool("report")
+    runs = []
+    for recipe, label, values in [
+        ("focal", "", [0.3, 0.4]),
+        ("focalpp", "", [0.5, 0.6]),
+        ("focal", "coupled", [0.9, 1.0]),
+        ("focalpp", "coupled", [0.1, 0.2]),
+    ]:
+        for seed, value in enumerate(values):
+            runs.append({**record(recipe, "ml1_push", seed, value), "label": label})
+    table = report.metaworld_orders(report.groups(runs), reps=200)
+    rows = {(row[2], row[3]): row for row in table.rows}
+    assert set(rows) == {("focalpp", "focal"), ("focalpp (coupled)", "focal (coupled)")}
+    assert rows[("focalpp", "focal")][5].startswith("1.00")
+    assert rows[("focalpp (coupled)", "focal (coupled)")][5].startswith("0.00")
