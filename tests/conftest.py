@@ -93,6 +93,7 @@ def _in_process(tool: str, args: list[str], env: dict) -> subprocess.CompletedPr
     import io
     import traceback
     from contextlib import redirect_stderr, redirect_stdout
+    from unittest.mock import patch
 
     from components.reporting import console
 
@@ -100,10 +101,8 @@ def _in_process(tool: str, args: list[str], env: dict) -> subprocess.CompletedPr
     stdout, stderr = io.StringIO(), io.StringIO()
     widths = console.out.width, console.err.width
     console.out.width = console.err.width = 250
-    before = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
     try:
-        with redirect_stdout(stdout), redirect_stderr(stderr):
+        with patch.dict(os.environ, env), redirect_stdout(stdout), redirect_stderr(stderr):
             try:
                 code = main(args)
             except SystemExit as e:  # argparse errors and --help
@@ -113,11 +112,6 @@ def _in_process(tool: str, args: list[str], env: dict) -> subprocess.CompletedPr
                 code = 1
     finally:
         console.out.width, console.err.width = widths
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name)
-            else:
-                os.environ[name] = value
         gin.clear_config()
     argv = [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *args]
     return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())

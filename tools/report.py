@@ -322,11 +322,15 @@ def _variance(run: dict) -> float | None:
     return run["analysis"].get("embedding_variance", {}).get("embedding_variance")
 
 
-def _variance_ratio(run: dict) -> float | None:
-    """None where the run's vectors do not differ between tasks (a fixed z; records written
-    before the analysis said so hold an infinite ratio)."""
-    ratio = run["analysis"].get("task_vectors", {}).get("variance_ratio")
+def _finite_ratio(task_vectors: dict) -> float | None:
+    """A task_vectors analysis' within/between ratio; None where the vectors do not differ
+    between tasks (a fixed z; records written before the analysis said so hold infinity)."""
+    ratio = task_vectors.get("variance_ratio")
     return ratio if ratio is not None and np.isfinite(ratio) else None
+
+
+def _variance_ratio(run: dict) -> float | None:
+    return _finite_ratio(run["analysis"].get("task_vectors", {}))
 
 
 def _goal_radius(group: list[dict]) -> float | None:
@@ -510,8 +514,7 @@ def task_vector_table(grouped) -> Report | None:
         def cell(key: str, digits: str = ".2f", found=found) -> str:
             return spread([f[key] for f in found], digits)
 
-        ratios = [_variance_ratio({"analysis": {"task_vectors": f}}) for f in found]
-
+        ratios = [_finite_ratio(f) for f in found]
         holding = [f.get("holding_error") for f in found]
         hold = {
             k: spread([h[k] for h in holding], digits)
@@ -528,7 +531,7 @@ def task_vector_table(grouped) -> Report | None:
                 f"{cell('decoding_error', '.3g')} {unit}".strip(),
                 f"{cell('nearest_train_task_error', '.3g')} {unit}".strip(),
                 cell("identification_accuracy"),
-                cell("variance_ratio", ".1e") if None not in ratios else "-",
+                spread(ratios, ".1e") if None not in ratios else "-",
                 hold["distance"],
                 hold["angle"],
             )
@@ -565,7 +568,7 @@ def variance_table(grouped) -> Report | None:
             paper = TABLE2.get((env, recipe_stem(group[0])))
             found = [r["analysis"].get("task_vectors") for r in group]
             found = [f for f in found if f]
-            ratios = [_variance_ratio({"analysis": {"task_vectors": f}}) for f in found]
+            ratios = [_finite_ratio(f) for f in found]
             sizes = sorted({f["context_size"] for f in found})
             rows.append(
                 (
