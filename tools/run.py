@@ -18,9 +18,11 @@ successors' recipes ask for the context grid).
 
 `--resume RUN_DIR` continues a run that was stopped (Ctrl-C, SIGTERM, a crash, a killed
 machine) from its last checkpoint, with the choices recorded in its run.json; a finished run is
-reported and left alone. Where the run's recipe or plugin file has moved, `--recipe NEW_PATH` or
-`--plugin NEW_PATH` says where it is now. One process trains in a run directory at a time: a
-run holds RUN_DIR/.lock while it trains, and a second resume of it is refused.
+reported, and left alone but for the end-of-run analyses it asked for and has no result of
+(stopped while they ran: they run now). Where the run's recipe or plugin file has moved,
+`--recipe NEW_PATH` or `--plugin NEW_PATH` says where it is now. One process trains in a run
+directory at a time: a run holds RUN_DIR/.lock while it trains, and a second resume of it is
+refused.
 
 `--seeds 0-7` (or `0,3,5`, `0-3,8`) trains the recipe with each of these seeds in one process,
 as one seed-batched model (components/seeds; docs/SWEEPS.md says when it pays). Each seed gets
@@ -54,6 +56,7 @@ from components.reporting.run_dir import (
     atomic_write_text,
     create_run_dir,
     default_run_dir,
+    pending_analyses,
     run_lock,
     run_name,
 )
@@ -255,6 +258,7 @@ def execute(args: argparse.Namespace) -> int:
         finished = [d for d in dirs if (d / "eval.json").is_file()]
         for d in finished:
             show_finished(d)
+            finish_analyses(d, args.plugin)
         dirs = [d for d in dirs if d not in finished]
         if not dirs:
             return 0
@@ -319,6 +323,19 @@ def check_one_recipe(records: list[dict], dirs: list[Path]) -> None:
     seeds = [r["seed"] for r in records]
     if len(set(seeds)) != len(seeds):
         raise FocalppError(f"the run directories resumed together repeat a seed ({seeds})")
+
+
+def finish_analyses(run_dir: Path, plugins: Sequence[str]) -> None:
+    """The end-of-run analyses a finished run asked for and has no result of: its process
+    was stopped while they ran (eval.json is written before them)."""
+    pending = pending_analyses(run_dir)
+    if not pending:
+        return
+    out.print(escape(f"{run_dir}: running the analyses it has no result of: {', '.join(pending)}"))
+    with run_lock(run_dir, doing="analyse"):
+        results = analyse(run_dir, pending, plugins=plugins)
+    for name in pending:
+        out.print(escape(f"{name}: {scalars(results[name])}"))
 
 
 def show_finished(run_dir: Path) -> int:
@@ -397,6 +414,7 @@ def train(
                 "plugins": [plugin_reference(p) for p in args.plugin],
                 "sources": [_portable_source(s) for s in comp.sources],
                 "binding_sources": [binding.to_dict() for binding in provenance()],
+                "analyses": list(exp.analyses),  # run at its end; --resume finishes them
                 **({"trained_with_seeds": list(seeds)} if grouped else {}),
                 **_dataset_record(algorithm),
             }

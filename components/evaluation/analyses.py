@@ -12,7 +12,7 @@ import components.evaluation.embedding_variance
 import components.evaluation.ood_context
 import components.evaluation.task_vectors
 import components.evaluation.tsne  # noqa: F401
-from components.reporting.run_dir import atomic_write_text
+from components.reporting.run_dir import ANALYSIS, atomic_write_text
 from components.reporting.run_record import load_trained
 from registry import get
 from registry.recipes import parse_bindings
@@ -27,8 +27,6 @@ NAMES = (
     "ood_context",
     "context_grid",
 )
-
-ANALYSIS = "analysis.json"
 
 
 def check_names(names: Sequence[str]) -> None:

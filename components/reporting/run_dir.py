@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from registry import FocalppError
 
 LOCK = ".lock"  # held by the one process that trains in a run directory
+ANALYSIS = "analysis.json"  # each analysis's result under its name
 
 
 def run_name(recipe: str, env: str, seed: int) -> str:
@@ -103,6 +105,21 @@ def _name_max(path: Path) -> int:
         if here.parent == here:
             return 255
         here = here.parent
+
+
+def missing_analyses(run_dir: Path, names: Sequence[str]) -> tuple[str, ...]:
+    """The analyses of `names` that the run's analysis.json has no result of yet."""
+    path = run_dir / ANALYSIS
+    done = set(json.loads(path.read_text())) if path.is_file() else set()
+    return tuple(n for n in names if n not in done)
+
+
+def pending_analyses(run_dir: Path) -> tuple[str, ...]:
+    """The analyses the run asked for at its end (`experiment.analyses`, kept in run.json)
+    that it has no result of: the process stopped after eval.json, while they ran."""
+    record = run_dir / "run.json"
+    asked = json.loads(record.read_text()).get("analyses", []) if record.is_file() else []
+    return missing_analyses(run_dir, asked)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

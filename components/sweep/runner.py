@@ -14,7 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from components.reporting.run_dir import atomic_write_text, make_dirs
+from components.reporting.run_dir import (
+    atomic_write_text,
+    make_dirs,
+    missing_analyses,
+    pending_analyses,
+)
 from components.sweep.job import Job, Outcome, run_summary
 from components.sweep.study import AnalyzeSpec, SeedGroupSpec, Study, StudyError
 from registry.renames import renamed_binding
@@ -67,23 +72,21 @@ def run_study(
     ]
     final, attempts = _members(*_with_retries(backend, jobs, study.retries, on_outcome), jobs, out)
     analysed: dict[str, Outcome] = {}
-    if study.analyses:
-        jobs = [
-            Job(
-                AnalyzeSpec(
-                    f"analyze-{spec.name}",
-                    str(out / "runs" / spec.name),
-                    _missing(out / "runs" / spec.name, study.analyses),
-                    study.plugins,
-                ),
-                str(out),
-                study.threads_per_run,
-            )
-            for spec in study.runs()
-            if final.get(spec.name)
-            and final[spec.name].status == "done"
-            and _missing(out / "runs" / spec.name, study.analyses)
-        ]
+    todo = {
+        spec.name: _unanalysed(out / "runs" / spec.name, study.analyses)
+        for spec in study.runs()
+        if final.get(spec.name) and final[spec.name].status == "done"
+    }
+    jobs = [
+        Job(
+            AnalyzeSpec(f"analyze-{name}", str(out / "runs" / name), names, study.plugins),
+            str(out),
+            study.threads_per_run,
+        )
+        for name, names in todo.items()
+        if names
+    ]
+    if jobs:
         done, _ = _with_retries(backend, jobs, study.retries, on_outcome)
         analysed = {name.removeprefix("analyze-"): o for name, o in done.items()}
     for spec in study.runs():
@@ -181,12 +184,11 @@ def _read_spec(path: Path) -> dict[str, Any]:
     return spec
 
 
-def _missing(run_dir: Path, names: tuple[str, ...]) -> tuple[str, ...]:
-    """The analyses of `names` that a run has no result of yet (its recipe may have run
-    some at its end: `experiment.analyses`)."""
-    path = run_dir / "analysis.json"
-    done = set(json.loads(path.read_text())) if path.is_file() else set()
-    return tuple(n for n in names if n not in done)
+def _unanalysed(run_dir: Path, names: tuple[str, ...]) -> tuple[str, ...]:
+    """What a finished run still lacks: the analyses its recipe asked for at its end but did
+    not finish (the process was stopped while they ran), then the study's own."""
+    lacking = pending_analyses(run_dir) + missing_analyses(run_dir, names)
+    return tuple(dict.fromkeys(lacking))
 
 
 def _index(study, backend_name, out, final, attempts, before, datasets, analysed) -> dict[str, Any]:
@@ -212,7 +214,7 @@ def _index(study, backend_name, out, final, attempts, before, datasets, analysed
         }
         if outcome.status == "done":
             entry.update(run_summary(out / entry["run_dir"]))
-        if study.analyses and outcome.status == "done":
+        if (study.analyses or spec.name in analysed) and outcome.status == "done":
             result = analysed.get(spec.name)
             entry["analyses"] = (
                 "done"

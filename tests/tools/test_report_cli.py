@@ -226,7 +226,7 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
         'analyses = ["embedding_variance"]\n'
         # each run analyses itself at its end (`experiment.analyses`): no analysis jobs after
         f"bindings = [\"task_data.root = '{store}'\", "
-        "\"experiment.analyses = ['embedding_variance']\"]\n"
+        "\"experiment.analyses = ['embedding_variance', 'task_vectors']\"]\n"
         f"[variants]\n{variants}"
     )
     out = tmp_path / "study"
@@ -236,6 +236,16 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
     assert [r["analyses"] for r in index["runs"]] == ["done"] * 4
     assert not list((out / "logs").glob("analyze-*"))  # the runs did them
     runs = sorted((out / "runs").iterdir())
+    # a run whose process was stopped while its own analyses ran: the study, run again,
+    # finishes them (task_vectors is the run's alone, not the study's)
+    (runs[0] / "analysis.json").unlink()
+    again = cli("sweep", str(study), "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert set(json.loads((runs[0] / "analysis.json").read_text())) == {
+        "embedding_variance",
+        "task_vectors",
+    }
+    assert [r["how"] for r in json.loads((out / "index.json").read_text())["runs"]] == ["ran"] * 4
     sparsity = {
         run.name: json.loads((run / "analysis.json").read_text())["embedding_variance"]["sparsity"]
         for run in runs

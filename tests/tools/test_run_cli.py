@@ -169,6 +169,14 @@ def test_a_run_ends_with_the_analyses_its_recipe_asks_for(tiny_data, tmp_path):
     grid = json.loads((out / "analysis.json").read_text())["context_grid"]
     final = json.loads((out / "eval.json").read_text())["test_return_mean"]
     assert grid["cells"]["test"]["own"]["mean"] == final
+    assert json.loads((out / "run.json").read_text())["analyses"] == ["context_grid"]
+    # its process stopped while the analyses ran (eval.json is written before them): resuming
+    # the finished run runs them, and only them
+    (out / "analysis.json").unlink()
+    resumed = cli("run", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "has finished" in resumed.stdout and "context_grid: {'episodes':" in resumed.stdout
+    assert json.loads((out / "analysis.json").read_text())["context_grid"] == grid
     again = cli("analyze", str(out), "--analyses", "embedding_variance")
     assert again.returncode == 0, again.stderr
     assert set(json.loads((out / "analysis.json").read_text())) == {
