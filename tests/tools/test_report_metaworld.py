@@ -94,3 +94,32 @@ def test_metaworld_orders_compare_within_a_variant():
     assert set(rows) == {("focalpp", "focal"), ("focalpp (coupled)", "focal (coupled)")}
     assert rows[("focalpp", "focal")][5].startswith("1.00")
     assert rows[("focalpp (coupled)", "focal (coupled)")][5].startswith("0.00")
+
+
+def test_metaworld_orders_set_the_successors_against_the_papers_rows():
+    """Each other method meets FOCAL and FOCAL++ (the paper's rows, never the reference rows),
+    judged against the published order where the table has the method (CSRO on push: above
+    FOCAL, 0.60 against 0.34, below FOCAL++, 0.62), else by side (UNICORN is not in it)."""
+    report = _tool("report")
+    table = report.metaworld_orders(
+        grouped({
+            ("ml1_push", "focal"): [0.3, 0.35, 0.4],
+            ("ml1_push", "focalpp"): [0.6, 0.65, 0.7],
+            ("ml1_push", "csro"): [0.5, 0.55, 0.58],
+            ("ml1_push", "unicorn"): [0.8, 0.85, 0.9],
+            ("ml1_push", "reference_oracle"): [0.9, 0.95, 1.0],
+        }),
+        reps=200,
+    )  # fmt: skip
+    rows = {(row[2], row[3]): row for row in table.rows}
+    assert set(rows) == {
+        ("focalpp", "focal"),
+        ("csro", "focal"),
+        ("csro", "focalpp"),
+        ("unicorn", "focal"),
+        ("unicorn", "focalpp"),
+    }
+    assert rows[("csro", "focal")][8] == "reproduced"  # above FOCAL, as published
+    assert rows[("csro", "focalpp")][8] == "reproduced"  # below FOCAL++, as published
+    assert rows[("unicorn", "focalpp")][5].startswith("1.00")
+    assert rows[("unicorn", "focalpp")][8] == "above"
