@@ -333,13 +333,18 @@ def finish_analyses(run_dir: Path, plugins: Sequence[str]) -> None:
         return
     out.print(escape(f"{run_dir}: running the analyses it has no result of: {', '.join(pending)}"))
     with run_lock(run_dir, doing="analyse"):
-        results = analyse(run_dir, pending, plugins=plugins)
-    for name in pending:
+        run_analyses(run_dir, pending, plugins)
+
+
+def run_analyses(run_dir: Path, names: Sequence[str], plugins: Sequence[str] = ()) -> None:
+    """Run `names` on the finished run (into its analysis.json) and print each one's scalars."""
+    results = analyse(run_dir, names, plugins=plugins)
+    for name in names:
         out.print(escape(f"{name}: {scalars(results[name])}"))
 
 
 def show_finished(run_dir: Path) -> int:
-    """What `--resume` of a finished run says: its headline; nothing else is done."""
+    """What `--resume` of a finished run says: its headline."""
     result = json.loads((run_dir / "eval.json").read_text())
     out.print(f"{escape(str(run_dir))} has finished; nothing to resume")
     if "test_return_mean" in result:
@@ -435,9 +440,7 @@ def train(
     for seed, d in zip(seeds, run_dirs, strict=True):
         atomic_write_text(d / "config.gin", seed_config(seed, grouped))
         if exp.analyses and (d / "eval.json").is_file():
-            results = analyse(d, exp.analyses)
-            for name in exp.analyses:
-                out.print(escape(f"{name}: {scalars(results[name])}"))
+            run_analyses(d, exp.analyses)
     headline = metrics.pop("headline", None)
     for key, value in metrics.items():
         out.print(escape(f"{key}: {value}"))
