@@ -106,6 +106,20 @@ class Learner(Protocol):
     def size_key(self) -> str: ...  # the step's sizes, for the precision cache
 
 
+def loss_values(metrics: dict[str, torch.Tensor]) -> dict[str, float]:
+    """A step's losses as numbers, one per loss, or one per seed where K seeds train together
+    (`loss_q[2]`: seed index 2), so that a precision trial holds bf16 to fp32 on every seed."""
+    values = {}
+    for name, value in metrics.items():
+        if not name.startswith("loss_"):
+            continue
+        if value.numel() == 1:
+            values[name] = float(value)
+        else:
+            values.update({f"{name}[{k}]": float(v) for k, v in enumerate(value.flatten())})
+    return values
+
+
 @register("loop", "loop")
 class TrainingLoop:
     """The schedule of one run and its driver: steps, meta-tests, checkpoints, precision.
@@ -213,13 +227,13 @@ class TrainingLoop:
         try:
             with self.autocast(precision):
                 first = learner.train_step()
-            losses = {k: float(v) for k, v in first.items() if k.startswith("loss_")}
+            losses = loss_values(first)
             steps, start = 0, time.perf_counter()
             while steps < 2 or time.perf_counter() - start < seconds:
                 with self.autocast(precision):
                     last = learner.train_step()
                 steps += 1
-            float(next(iter(last.values()), torch.zeros(())))  # wait for the device
+            float(next(iter(last.values()), torch.zeros(())).sum())  # wait for the device
             ms = (time.perf_counter() - start) / steps * 1e3
         finally:
             learner.load_parts_state(saved)

@@ -62,6 +62,26 @@ def test_one_seed_batched_is_the_single_run_bit_for_bit(tiny_data, tmp_path):
         assert all(torch.equal(mine[k].reshape(-1), theirs[k].reshape(-1)) for k in theirs)
 
 
+def test_a_precision_trial_of_k_seeds_names_each_seeds_losses(tiny_data, tmp_path):
+    """`loop.precision = 'auto'` times the K-seed step as it times a single run's: bf16 is held
+    to fp32 on each seed's first-step losses, and the trainer goes on as if never timed."""
+    run_row("focalpp.gin", "sparse_point_robot", tiny_data, tmp_path / "warm", train=False)
+    plain = built("focalpp.gin", tiny_data, tmp_path / "a", seeds=SEEDS)
+    timed = built("focalpp.gin", tiny_data, tmp_path / "b", seeds=SEEDS)
+    torch.manual_seed(7)
+    expected = plain.train_step()
+    torch.manual_seed(7)
+    bf16 = timed.loop.trial(timed, "bf16", seconds=0.0)
+    fp32 = timed.loop.trial(timed, "fp32", seconds=0.0)
+    losses = [k for k in expected if k.startswith("loss_")]
+    assert losses and fp32.losses == {
+        f"{k}[{i}]": float(expected[k][i]) for k in losses for i in range(len(SEEDS))
+    }
+    assert bf16.losses.keys() == fp32.losses.keys() and bf16.losses != fp32.losses
+    after = timed.train_step()
+    assert all(torch.equal(after[k], expected[k]) for k in expected)
+
+
 def test_a_part_without_a_seed_batched_form_is_named(tiny_data, tmp_path):
     run_row("batch_pearl.gin", "sparse_point_robot", tiny_data, tmp_path / "w", train=False)
     with pytest.raises(RecipeError, match=r"@\w+ \(in the encoder\).*cannot be trained with"):
