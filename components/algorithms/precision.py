@@ -7,17 +7,20 @@ otherwise it times a few fp32 and bf16 steps of the run's own step from the same
 same random draws (in turn, twice each, the fastest of each counting), and takes bf16 only
 where it is at least `MIN_SPEEDUP` times faster and its first step's losses agree with fp32's
 within `LOSS_RTOL`. The measurement is cached per machine
-and step size (the networks' shapes and batch sizes), so later runs of that size start at once.
+and step size (the networks' shapes and batch sizes), so later runs of that size start at once;
+runs that start together take turns at it, so that they agree and no two trials run at once.
 On CUDA, fp32 matrix products use TF32 (`torch.set_float32_matmul_precision('high')`, as
 PyTorch recommends for training) under 'auto'; an explicit 'fp32' keeps full fp32.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -103,15 +106,29 @@ def choose(
         return PrecisionChoice("fp32", AUTO, f"no bf16 units on this CPU ({units})")
     path = cache or cache_file()
     key = machine_key(device, size_key)
-    known = _read(path)
-    if key in known:
-        return PrecisionChoice(**{**known[key], "reason": known[key]["reason"] + ", cached"})
-    choice = measured(*interleaved(trial))
-    known = _read(path)  # another run may have written meanwhile
-    known[key] = choice.to_dict()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(known, indent=1, sort_keys=True))
+    # One measurement at a time per machine: runs of one size that start together (a study's
+    # seed groups) take the first one's choice, and no trial is timed beside another.
+    with _measuring(path):
+        known = _read(path)
+        if key in known:
+            return PrecisionChoice(**{**known[key], "reason": known[key]["reason"] + ", cached"})
+        choice = measured(*interleaved(trial))
+        known[key] = choice.to_dict()
+        atomic_write_text(path, json.dumps(known, indent=1, sort_keys=True))
     return choice
+
+
+@contextmanager
+def _measuring(path: Path):
+    """Hold the precision cache's lock (the kernel drops it when the process ends, however
+    it ends; the empty lock file left behind is harmless)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def interleaved(trial: Callable[[str], Trial], rounds: int = ROUNDS) -> tuple[Trial, Trial]:

@@ -4,6 +4,7 @@ run exactly as it was."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 import torch
@@ -55,6 +56,33 @@ def test_a_size_is_timed_once_per_machine(tmp_path):
     assert first.precision == again.precision == other.precision == "bf16"
     assert again.bf16_speedup == 3.0 and again.reason.endswith("cached")
     assert len(json.loads(cache.read_text())) == 2
+
+
+def test_runs_of_one_size_starting_together_measure_once(tmp_path):
+    """A second run that asks while the first is timing waits for it and takes its choice
+    (the two seed groups of a study would otherwise time each other and may disagree)."""
+    cache, timing, first = tmp_path / "precision.json", threading.Event(), []
+    calls = []
+
+    def slow_bf16(precision):  # the first run: bf16 faster
+        calls.append(("first", precision))
+        timing.set()
+        return trial(10.0 if precision == "bf16" else 30.0, q=1.0)
+
+    def fast_fp32(precision):  # the second, had it timed: fp32 faster
+        calls.append(("second", precision))
+        return trial(30.0 if precision == "bf16" else 10.0, q=1.0)
+
+    def run_first():
+        first.append(choose("auto", CPU, "T4 E64", slow_bf16, cache=cache, bf16_units=True))
+
+    thread = threading.Thread(target=run_first)
+    thread.start()
+    timing.wait()  # the first run holds the cache's lock from here until it has written
+    second = choose("auto", CPU, "T4 E64", fast_fp32, cache=cache, bf16_units=True)
+    thread.join()
+    assert {who for who, _ in calls} == {"first"}
+    assert first[0].precision == second.precision == "bf16" and second.reason.endswith("cached")
 
 
 def test_a_trial_leaves_the_run_exactly_as_it_was(tiny_data, tmp_path):
