@@ -177,7 +177,24 @@ def parse_columns(env: str, scale: str, recipes_dir: Path) -> list[str]:
             break
     for path in paths:
         parse_file(path)
+    if paths[0].parent.name == "groups":  # any name of the group reads its file: is it one?
+        check_group_member(env)
     return [str(p) for p in paths]
+
+
+def check_group_member(env: str) -> None:
+    """A name that reads its group's column (`ml1_pushh`) must be a family the group's
+    modules registered, so that a dry run refuses it as a real run would."""
+    if env in names("env"):
+        return
+    group = env_group(env)
+    members = names("env", f"{group}_*")
+    close = difflib.get_close_matches(env, members, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise RecipeError(
+        f"unknown --env {env!r}: not one of the {len(members)} families of the group "
+        f"{group!r}.{hint} Available: {', '.join(members) or 'none'}"
+    )
 
 
 def compose_columns(

@@ -613,7 +613,12 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "unknown env": (run_flags("--env", "nowhere"), "nowhere"),
     "unknown Meta-World ML1 environment": (
         run_flags("--env", "ml1_pushh"),
-        "unknown env 'ml1_pushh'. did you mean: ml1_push",
+        "unknown --env 'ml1_pushh': not one of the 50 families of the group 'ml1'. "
+        "Did you mean: ml1_push",
+    ),
+    "unknown Meta-World ML1 environment, dry run": (
+        run_flags("--env", "ml1_pushh", "--dry-run"),
+        "unknown --env 'ml1_pushh': not one of the 50 families",
     ),
     "unknown scale": (run_flags("--scale", "huge"), "huge"),
     "unknown plugin module": (run_flags("--plugin", "no_such_plugin_module"), "no_such_plugin"),
