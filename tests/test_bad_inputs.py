@@ -319,6 +319,7 @@ def rebuilt_dataset(world: World, case: Path) -> Path:
     run_dir = copied_run(world, case, drop=("eval.json",))
     record = json.loads((run_dir / "run.json").read_text())
     record["dataset"]["manifest_sha256"] = "0" * 64
+    record["dataset"]["content_sha256"] = "0" * 64
     (run_dir / "run.json").write_text(json.dumps(record))
     return run_dir
 

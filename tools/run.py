@@ -229,16 +229,20 @@ def _recipe_on_this_machine(record: dict, run_dir: Path) -> bool:
 
 
 def check_dataset(algorithm, record: dict, run_dir: Path) -> None:
-    """A resumed run must read the dataset it started on (its manifest digest)."""
+    """A resumed run must read the data it started on: the same build (manifest digest) or
+    the same content rebuilt elsewhere (content digest; runs recorded before it have none)."""
     dataset = _dataset_of(algorithm)
     recorded = record.get("dataset", {}).get("manifest_sha256")
+    content = record.get("dataset", {}).get("content_sha256")
     if dataset is None or recorded is None or recorded == dataset.digest:
+        return
+    if content is not None and content == dataset.content_digest:
         return
     raise FocalppError(
         f"cannot resume {run_dir}: it was trained on dataset {record['dataset']['name']} with "
         f"manifest digest {recorded[:12]}…, but {dataset.path} now has {dataset.digest[:12]}…; "
-        "the dataset was rebuilt or edited since. Point task_data.root at the original "
-        "store, or start a new run"
+        "the dataset was rebuilt with other data or edited since. Point task_data.root at the "
+        "original store, or start a new run"
     )
 
 
@@ -467,14 +471,21 @@ def check_every_binding_used(algorithm, analyses: Sequence[str]) -> None:
 
 def _dataset_record(algorithm) -> dict:
     """Which dataset the run trains on: its name in the store, its tag (the variant of
-    collection settings; `-shards<K>` for a build in shards) and its manifest digest, which
-    the resume of the run checks."""
+    collection settings; `-shards<K>` for a build in shards), its manifest digest (this build)
+    and its content digest (these data, wherever built), which the resume of the run checks."""
     dataset = _dataset_of(algorithm)
     if dataset is None:
         return {}
     name = f"{dataset.path.parent.name}/{dataset.path.name}"
     tag = dataset.manifest.get("tag")
-    return {"dataset": {"name": name, "tag": tag, "manifest_sha256": dataset.digest}}
+    return {
+        "dataset": {
+            "name": name,
+            "tag": tag,
+            "manifest_sha256": dataset.digest,
+            "content_sha256": dataset.content_digest,
+        }
+    }
 
 
 def _dataset_of(algorithm):

@@ -33,6 +33,9 @@ from registry import FocalppError
 
 FORMAT = "focalpp-dataset/1"
 MANIFEST = "manifest.json"
+# Manifest entries that say how and where a build ran, not what it holds: two builds of the
+# same data by different commands, stores or versions differ only in these.
+PROVENANCE = ("command", "rebuild", "focalpp_version")
 
 
 class DatasetError(FocalppError, ValueError):
@@ -107,6 +110,14 @@ class Dataset:
     path: Path
     manifest: dict[str, Any]
     digest: str = ""  # SHA-256 of manifest.json, which holds every array's SHA-256
+
+    @property
+    def content_digest(self) -> str:
+        """SHA-256 of the manifest without its provenance (PROVENANCE): equal for two builds of
+        the same data on different machines or by different commands, where `digest` differs;
+        it still covers every array's SHA-256, the tasks, the split and the settings."""
+        content = {k: v for k, v in self.manifest.items() if k not in PROVENANCE}
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     @property
     def qualities(self) -> list[str]:

@@ -66,8 +66,13 @@ def test_same_seed_same_checksums(tiny_dataset, tmp_path):
         }
 
     assert files(again) == files(tiny_dataset)
+    # built into another store: another build (its manifest names the store), the same data
+    assert again.manifest["rebuild"] != tiny_dataset.manifest["rebuild"]
+    assert again.digest != tiny_dataset.digest
+    assert again.content_digest == tiny_dataset.content_digest
     other = build_tiny(tmp_path, seed=1)
     assert files(other) != files(tiny_dataset)
+    assert other.content_digest != tiny_dataset.content_digest
 
 
 def test_reuse_and_settings_mismatch(tiny_dataset):
