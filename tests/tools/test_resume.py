@@ -7,6 +7,7 @@ bitwise: `train_seconds` in eval.json (wall time) and TensorBoard's event files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -227,3 +228,21 @@ def test_a_metrics_log_cut_mid_line_resumes_to_valid_json_lines(tiny_data, tmp_p
     ]
     r = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
     assert r.returncode == 0, r.stderr
+
+
+def test_a_run_resumes_on_the_same_data_built_on_another_machine(tmp_path):
+    """The run's store is gone (another machine): the resume builds the dataset again into a
+    new store, where the manifest names the new build (another digest) but the content is the
+    same, so the resume goes on (other data are refused: tests/test_bad_inputs.py)."""
+    recipe = ("--recipe", "focal.gin", "--env", "sparse_point_robot", "--scale", "tiny")
+    run_dir = tmp_path / "run"
+    r = cli("run", *recipe, "--out", str(run_dir), env={"FOCALPP_DATA": str(tmp_path / "a")})
+    assert r.returncode == 0, r.stderr
+    (run_dir / "eval.json").unlink()
+    recorded = json.loads((run_dir / "run.json").read_text())["dataset"]
+    r = cli("run", "--resume", str(run_dir), env={"FOCALPP_DATA": str(tmp_path / "b")})
+    assert r.returncode == 0, r.stderr
+    assert (run_dir / "eval.json").is_file()
+    rebuilt = tmp_path / "b" / "sparse_point_robot" / "checkpoints-s0-tiny" / "manifest.json"
+    assert hashlib.sha256(rebuilt.read_bytes()).hexdigest() != recorded["manifest_sha256"]
+    assert json.loads((run_dir / "run.json").read_text())["dataset"] == recorded
