@@ -30,7 +30,8 @@ runs by (env, scale, recipe) and prints, mean ± std over seeds:
             UNICORN's Table 2 beside it; the successors' claim of a smaller drop than FOCAL's
             is in Orders), and the variance-sparsity study (labelled runs)
 `--out DIR` also writes report.md and one learning-curve PNG per environment and scale.
-Unfinished runs (no eval.json) are listed apart."""
+Unfinished runs (no eval.json) are listed apart. Runs of one dataset trained on builds of other
+content (`dataset.content_sha256` in run.json) are named in a warning."""
 
 from __future__ import annotations
 
@@ -217,6 +218,33 @@ def check_distinct_seeds(grouped: dict[tuple[str, str, str], list[dict]]) -> Non
                     f"bindings, seed {seed} among them ({', '.join(escape(d) for d in dirs)}); "
                     "give a variant its own row with tools/run.py --label"
                 )
+
+
+def check_same_data(runs: list[dict]) -> None:
+    """Rows set side by side must read the same data: runs of one dataset (env, scale, store
+    name) whose content digests differ (the dataset rebuilt on another machine into other
+    numbers, or edited) would compare unlike with like. Records older than the content digest
+    carry none and are not checked."""
+    by_dataset: dict[tuple[str, str, str], dict[str, list[str]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for run in runs:
+        dataset = run.get("dataset") or {}
+        if dataset.get("content_sha256"):
+            key = (run["env"], run["scale"], dataset.get("name", "?"))
+            by_dataset[key][dataset["content_sha256"]].append(Path(run["dir"]).name)
+    for (env, scale, name), digests in sorted(by_dataset.items()):
+        if len(digests) > 1:
+            seen = "; ".join(
+                f"{digest[:12]}… ({len(dirs)} run{'s' * (len(dirs) != 1)}: "
+                f"{', '.join(escape(d) for d in dirs[:3])}{', …' if len(dirs) > 3 else ''})"
+                for digest, dirs in sorted(digests.items(), key=lambda kv: -len(kv[1]))
+            )
+            err.print(
+                f"warning: the runs of {env} ({scale}) read {len(digests)} different builds of "
+                f"dataset {name} (content digests {seen}): their rows compare unlike data; rerun "
+                "the fewer on the others' data"
+            )
 
 
 def recipe_stem(run: dict) -> str:
@@ -1063,6 +1091,7 @@ def execute(args: argparse.Namespace) -> int:
         raise FocalppError(f"no finished runs (run.json + eval.json) under {args.paths}")
     grouped = groups(runs)
     check_distinct_seeds(grouped)
+    check_same_data(runs)
     for run in runs:  # the meta-tests' logs (curves, last meta-tests): damaged fails first
         run["metrics"] = read_metrics(run["dir"])
     created = make_dirs(args.out, "report directory") if args.out else None

@@ -335,3 +335,22 @@ def test_a_seed_run_again_with_other_bindings_is_flagged_then_labelled_apart(tin
     apart = cli("report", *runs)
     assert apart.returncode == 0 and "mixes" not in apart.stderr
     assert "focal (lr 3e-4)" in apart.stdout
+
+
+def test_rows_read_from_different_builds_of_a_dataset_are_flagged(tiny_runs, tmp_path):
+    """A seed trained on a dataset rebuilt elsewhere into other numbers (its content digest
+    differs): the report warns that the rows compare unlike data, and names the run."""
+    runs = [tiny_runs / "focal-s0", tiny_runs / "focalpp_batchwise-s0"]
+    same = cli("report", *map(str, runs))
+    assert same.returncode == 0 and "different builds" not in same.stderr, same.stderr
+    other = tmp_path / "focalpp_batchwise-s1"
+    shutil.copytree(tiny_runs / "focalpp_batchwise-s1", other)
+    record = json.loads((other / "run.json").read_text())
+    assert len(record["dataset"]["content_sha256"]) == 64
+    record["dataset"]["content_sha256"] = "f" * 64
+    (other / "run.json").write_text(json.dumps(record))
+    mixed = cli("report", *map(str, runs), str(other))
+    assert mixed.returncode == 0, mixed.stderr
+    warning = " ".join(mixed.stderr.split())
+    assert "read 2 different builds of dataset sparse_point_robot/" in warning
+    assert "ffffffffffff… (1 run: focalpp_batchwise-s1)" in warning
