@@ -118,6 +118,8 @@ def test_report_orders_two_rows_by_probability_of_improvement(tiny_runs):
         "same within noise" if low <= 0.5 <= high else "reproduced" if low > 0.5 else "reversed"
     )
     assert cells[9] == expected
+    # these runs made two meta-tests: no reading of the last three
+    assert "last 3 meta-tests | focalpp_batchwise" not in result.stdout
     # the variances are set against Table 2's numbers: lower is better there
     variance = next(
         line
@@ -354,3 +356,38 @@ def test_rows_read_from_different_builds_of_a_dataset_are_flagged(tiny_runs, tmp
     warning = " ".join(mixed.stderr.split())
     assert "read 2 different builds of dataset sparse_point_robot/" in warning
     assert "ffffffffffff… (1 run: focalpp_batchwise-s1)" in warning
+
+
+def test_orders_read_from_the_last_three_meta_tests(tiny_data, tmp_path):
+    """Runs with three meta-tests or more: the order is also tested on the mean of each run's
+    last three, beside the final one's."""
+    for recipe in ("focal", "focalpp_batchwise"):
+        for seed in (0, 1):
+            done = cli(
+                "run",
+                *("--recipe", f"{recipe}.gin", "--env", "sparse_point_robot", "--scale", "tiny"),
+                *("--seed", str(seed), "--out", str(tmp_path / f"{recipe}-s{seed}")),
+                *("--gin_param", f"task_data.root = '{tiny_data}'"),
+                *("--gin_param", "loop.eval_every = 2"),
+            )
+            assert done.returncode == 0, done.stderr
+    result = cli("report", str(tmp_path), "--markdown", "--reps", "200")
+    assert result.returncode == 0, result.stderr
+
+    def last_three(recipe: str) -> list[float]:
+        means = []
+        for seed in (0, 1):
+            log = (tmp_path / f"{recipe}-s{seed}" / "metrics.jsonl").read_text().splitlines()
+            tests = [r["paper_return_mean"] for r in map(json.loads, log) if r["kind"] == "eval"]
+            assert len(tests) == 3
+            means.append(np.mean(tests[-3:]))
+        return means
+
+    ours, focal = last_three("focalpp_batchwise"), last_three("focal")
+    p = np.mean([(x > y) + 0.5 * (x == y) for x in ours for y in focal])
+    prefix = (
+        "| sparse_point_robot | tiny | - | return, last 3 meta-tests | focalpp_batchwise | focal"
+    )
+    row = next(line for line in result.stdout.splitlines() if line.startswith(prefix))
+    point = float(re.findall(r"[-\d.]+", row.strip("|").split("|")[7])[0])
+    assert point == pytest.approx(p, abs=0.005)
