@@ -376,7 +376,6 @@ def _sparsity(group: list[dict]) -> float | None:
     return float(np.mean(found)) if found and None not in found else None
 
 
-# (measure, the value of a run, whether higher is better)
 def _last_three(run: dict) -> float | None:
     """The mean of the run's last three meta-tests (paper-comparable), for runs that made at
     least three: the reading less exposed to the swing between meta-tests."""
@@ -384,6 +383,7 @@ def _last_three(run: dict) -> float | None:
     return last_meta_tests(run) if len(meta_tests) >= 3 else None
 
 
+# (measure, the value of a run, whether higher is better)
 MEASURES = (
     ("return (paper-comparable)", comparable, True),
     ("return, last 3 meta-tests", _last_three, True),
