@@ -19,6 +19,10 @@ KINDS: dict[str, str] = {
         "[T, B, Z], weights [T, B], mean [T, Z] (the task vector z), losses {loss_*})"
     ),
     "attention": "cls(latent_dim=); forward(embeddings [T, B, Z]) -> weights [T, B], ≥ 0",
+    "block_gate": (
+        "cls(width=); forward(hidden [T, B, L, D]) -> multipliers [T, B], ≥ 0, the same "
+        "for any order of the batch"
+    ),
     "tokenizer": "cls(sizes=, d_model=); forward(context [T, B, F]) -> tokens [T, B, L, D]",
     "objective": "cls(); forward(TaskEmbeddings) -> {loss_*: scalar, diagnostics}",
     "metric_loss": "cls(); forward(anchor, positive, negative [T, Z]) -> {loss_*: scalar}",

@@ -78,12 +78,22 @@ def test_shipped_studies_use_todays_names():
 
 
 SUCCESSORS = ("corro", "corro_model", "csro", "unicorn", "unicorn_sup")  # docs/METHODS.md
+# labelled variants of the paper's rows: the first edition's encoders, FOCAL++ with DML
+# (docs/DECISIONS.md §4)
+VARIANTS = (
+    "focalpp_output_sum",
+    "focalpp_batchwise_softmax",
+    "focalpp_seqwise_transformer",
+    "focalpp_dml",
+)
 
 
 def test_the_paper_rows_baselines_and_successors_are_the_recipes():
     """The paper's Table 1 rows, the baselines below, the successors and the reference rows
-    (the floor and ceiling of task inference) are exactly the recipe files."""
-    assert set(RECIPES) == set(ROWS) | set(BASELINES) | set(SUCCESSORS) | set(REFERENCES)
+    (the floor and ceiling of task inference) and the rows' labelled variants are exactly the
+    recipe files."""
+    expected = set(ROWS) | set(BASELINES) | set(SUCCESSORS) | set(REFERENCES) | set(VARIANTS)
+    assert set(RECIPES) == expected
 
 
 class _Literal(config_parser.ParserDelegate):

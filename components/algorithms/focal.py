@@ -32,6 +32,7 @@ from components.data.seed_sampler import SeedSampler
 from components.data.tasks import TaskData
 from components.encoders.context import ContextEncoder
 from components.encoders.ema import EMAEncoder
+from components.encoders.encoded import diagnostics
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
 from components.rl.brac import BRAC
@@ -227,6 +228,7 @@ class FocalTrainer(ContextLearner):
         # 2. the representation objective (and the encoder's own terms) -> the encoder's gradient
         representation = dict(self.objective(embeddings)) if self.objective is not None else {}
         representation.update(query.losses)
+        representation.update(diagnostics(query, len(self.seeds)))  # the gate's and z's health
         terms = [v for k, v in representation.items() if k.startswith("loss_")]
         self.encoder_opt.zero_grad(set_to_none=True)
         if terms:  # one value per seed for K seeds: their sum trains each on its own

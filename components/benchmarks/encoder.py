@@ -50,7 +50,11 @@ def bench_encoder(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     sample = trainer.train.sample(tasks, trainer.sizes.context_batch, sparse=trainer.layout.sparse)
     context = trainer.layout.tensor(sample)
     encoder, key = trainer.encoder, trainer.key_encoder
-    branch = next(b.transition for b in encoder.branches if hasattr(b.transition, "blocks"))
+    # the sequence-attention layer against PyTorch's: the output-sum variant's transformer branch
+    variant = build_trainer(
+        StepConfig("encoder", "focalpp_output_sum.gin", scale, precision="fp32")
+    )
+    branch = next(b.transition for b in variant.encoder.branches if hasattr(b.transition, "blocks"))
 
     def pytorch_layers() -> torch.Tensor:  # the branch as nn.TransformerEncoder computes it
         t = context.shape[0]
@@ -59,14 +63,14 @@ def bench_encoder(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         return branch.head(out.mean(-2))
 
     passes = {
-        "FOCAL++ encoder, query (forward + backward)": lambda: (
+        "FOCAL++ encoder (attention blocks), query (forward + backward)": lambda: (
             encoder(context).per_transition.sum().backward()
         ),
-        "FOCAL++ encoder, key (forward)": lambda: key(context),
-        "sequence attention, this project's layer (forward + backward)": lambda: (
+        "FOCAL++ encoder (attention blocks), key (forward)": lambda: key(context),
+        "output-sum variant's sequence attention, this project's layer (fwd + bwd)": lambda: (
             branch(context).sum().backward()
         ),
-        "sequence attention, PyTorch's layer (forward + backward)": lambda: (
+        "output-sum variant's sequence attention, PyTorch's layer (fwd + bwd)": lambda: (
             pytorch_layers().sum().backward()
         ),
     }

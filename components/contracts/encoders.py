@@ -45,6 +45,11 @@ class Attention(Protocol):
     def forward(self, embeddings: torch.Tensor) -> torch.Tensor: ...  # [T, B, Z] -> [T, B]
 
 
+class BlockGate(Protocol):
+    def __init__(self, *, width: int) -> None: ...
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor: ...  # [T, B, L, D] -> [T, B]
+
+
 class Tokenizer(Protocol):
     def __init__(self, *, sizes: Sequence[int], d_model: int) -> None: ...
     def forward(self, context: torch.Tensor) -> torch.Tensor: ...  # [T, B, F] -> [T, B, L, D]
@@ -207,6 +212,40 @@ def probe_attention(factory, given) -> None:
         return (torch.randn(T, B, latent, generator=torch.Generator().manual_seed(k)),)
 
     batches_like_singles(make, seeded, _forward, what="weights")
+
+
+@contract("block_gate", BlockGate)
+def probe_block_gate(factory, given) -> None:
+    width = given.get("width", 8)
+
+    def make():
+        return build(factory, "be built as cls(width=)", width=width)
+
+    def hidden(seed: int) -> torch.Tensor:
+        return torch.randn(T, B, 2, width, generator=torch.Generator().manual_seed(seed))
+
+    gate = make()
+    kept = snapshot(gate)
+    x = hidden(1)
+    multipliers = tensor(gate(x), (T, B), "one multiplier per transition [T, B]")
+    if (multipliers < 0).any():
+        raise Broken("return non-negative multipliers", "some multipliers are negative")
+    order = torch.randperm(B, generator=torch.Generator().manual_seed(2))
+    if not torch.allclose(gate(x[:, order]), multipliers[:, order], atol=1e-5):
+        raise Broken(
+            "give each transition the same multiplier in any order of the batch",
+            "permuting the batch changed the multipliers beyond permuting them",
+            "score a transition from its own state and order-free summaries of the batch "
+            "(a mean), never from its position",
+        )
+    reaches((multipliers * torch.randn_like(multipliers)).sum(), gate, "the multipliers' gradient")
+    kept_as_promised(gate, kept, "the gate")
+    alike = x[:, :1].expand_as(x).clone()
+    finite_on(
+        gate, {"one transition repeated": alike, "all-zero states": 0 * x}, _forward, "[T, B]"
+    )
+    round_trip(make, gate, lambda m: m(x))
+    batches_like_singles(make, lambda k: (hidden(10 + k),), _forward, what="multipliers")
 
 
 @contract("tokenizer", Tokenizer)

@@ -1,8 +1,10 @@
 """Context encoders: a per-transition encoder with an optional batch gate, and the parallel sum.
 
 FOCAL = `context_encoder` with `mlp_encoder`; batch-wise = the same with `batch_gate`; seq-wise
-= `context_encoder` with `sequence_attention`; FOCAL++ = `parallel_encoder` of a gated MLP
-branch and a sequence-attention branch, added (FOCAL++ §3.2, "connect them in parallel").
+= `context_encoder` with `sequence_attention`; FOCAL++ as first built = `parallel_encoder` of
+a gated MLP branch and a sequence-attention branch, added at the output (the labelled variant
+recipes/focalpp_output_sum.gin); the paper's FOCAL++ stacks residual attention blocks instead
+(attention_blocks.py).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ class ParallelEncoder(nn.Module):
         sizes: component sizes of a transition (set by the algorithm).
         latent_dim: Z (set by the algorithm).
         branches: context-encoder factories (gin: a list of scoped `@context_encoder`s).
+        combine: "sum" adds the branches' outputs (z ∈ (−N, N)^Z for N bounded branches);
+            "mean" averages them, which keeps z as bounded as each branch's.
     """
 
     contract_example: ClassVar = {"branches": (ContextEncoder, ContextEncoder)}  # probe builds
@@ -75,11 +79,19 @@ class ParallelEncoder(nn.Module):
     seed_batching = True  # components/seeds: its branches'
 
     def __init__(
-        self, *, sizes: Sequence[int], latent_dim: int, branches: Sequence[Callable[..., nn.Module]]
+        self,
+        *,
+        sizes: Sequence[int],
+        latent_dim: int,
+        branches: Sequence[Callable[..., nn.Module]],
+        combine: str = "sum",
     ):
         super().__init__()
         if len(branches) < 2:
             raise ValueError(f"parallel_encoder needs at least two branches, got {len(branches)}")
+        if combine not in ("sum", "mean"):
+            raise ValueError(f"parallel_encoder.combine must be 'sum' or 'mean', got {combine!r}")
+        self.scale = 1.0 if combine == "sum" else 1.0 / len(branches)
         self.branches = nn.ModuleList(b(sizes=sizes, latent_dim=latent_dim) for b in branches)
 
     def forward(self, context: torch.Tensor) -> Encoded:
@@ -91,8 +103,8 @@ class ParallelEncoder(nn.Module):
             for name, value in part.losses.items():
                 losses[name] = losses[name] + value if name in losses else value
         return Encoded(
-            per_transition=torch.stack([p.per_transition for p in parts]).sum(0),
+            per_transition=torch.stack([p.per_transition for p in parts]).sum(0) * self.scale,
             weights=weights,
-            mean=torch.stack([p.mean for p in parts]).sum(0),
+            mean=torch.stack([p.mean for p in parts]).sum(0) * self.scale,
             losses=losses,
         )

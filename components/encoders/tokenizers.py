@@ -1,7 +1,8 @@
 """Turn a transition vector into a sequence of tokens for the sequence-wise attention.
 
-Both tokenizers map [..., F] to [..., L, D]: `scalar_tokens` makes one token per number
-(L = F), `component_tokens` one per component s, a, s′, r (L = number of components).
+The tokenizers map [..., F] to [..., L, D]: `scalar_tokens` makes one token per number
+(L = F), `component_tokens` one per component s, a, s′, r (L = number of components),
+`transition_token` one for the whole transition (L = 1, for blocks without self-attention).
 """
 
 from __future__ import annotations
@@ -58,3 +59,25 @@ class ComponentTokenizer(nn.Module):
         parts = torch.split(x, self.sizes, dim=-1)
         tokens = torch.stack([proj(p) for proj, p in zip(self.project, parts, strict=True)], -2)
         return add_per_seed(tokens, self.kind, 2)  # [..., L, D]
+
+
+@register("tokenizer", "transition_token")
+class TransitionTokenizer(nn.Module):
+    """The whole transition as one token: Linear(s ‖ a ‖ s′ ‖ r), L = 1.
+
+    For blocks without self-attention (the batch-wise row): separate tokens would then never
+    mix, while one token sees every component, as FOCAL's MLP does.
+
+    Args:
+        sizes: sizes of the transition's components (only their sum F matters here).
+        d_model: token width D.
+    """
+
+    seed_batching = True  # components/seeds: a linear layer per seed
+
+    def __init__(self, *, sizes: Sequence[int], d_model: PositiveInt = 128):
+        super().__init__()
+        self.project = nn.Linear(sum(sizes), d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.project(x).unsqueeze(-2)  # [..., 1, D]

@@ -11,6 +11,7 @@ import components.evaluation.distribution_shift
 import components.evaluation.embedding_variance
 import components.evaluation.ood_context
 import components.evaluation.task_vectors
+import components.evaluation.training_trend
 import components.evaluation.tsne  # noqa: F401
 from components.reporting.run_dir import ANALYSIS, atomic_write_text
 from components.reporting.run_record import load_trained
@@ -26,6 +27,7 @@ NAMES = (
     "distribution_shift",
     "ood_context",
     "context_grid",
+    "representation_trend",
 )
 
 

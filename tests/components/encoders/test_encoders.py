@@ -129,6 +129,11 @@ def test_every_parameter_gets_gradient(name):
     assert missing == []
 
 
+def enc_branches():
+    tested = encoders_under_test()
+    return [tested["batchwise"], tested["seqwise"]]
+
+
 def test_parallel_adds_branches_and_reports_gate_weights():
     torch.manual_seed(0)
     enc = encoders_under_test()["focalpp"](sizes=SIZES, latent_dim=4)
@@ -136,6 +141,11 @@ def test_parallel_adds_branches_and_reports_gate_weights():
     out, a, b = enc(x), enc.branches[0](x), enc.branches[1](x)
     torch.testing.assert_close(out.mean, a.mean + b.mean)
     torch.testing.assert_close(out.weights, a.weights)
+    half = ParallelEncoder(sizes=SIZES, latent_dim=4, branches=enc_branches(), combine="mean")
+    half.load_state_dict(enc.state_dict())
+    torch.testing.assert_close(half(x).mean, (a.mean + b.mean) / 2)  # bounded as each branch
+    with pytest.raises(ValueError, match="'sum' or 'mean'"):
+        ParallelEncoder(sizes=SIZES, latent_dim=4, branches=enc_branches(), combine="max")
     with pytest.raises(ValueError, match="at least two branches"):
         ParallelEncoder(sizes=SIZES, latent_dim=4, branches=[encoders_under_test()["focal"]])
 
