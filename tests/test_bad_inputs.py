@@ -876,6 +876,30 @@ CASES: dict[str, tuple[Prepare, str]] = {
         binding("sequence_attention.dropout = 1.5"),
         "sequence_attention.dropout = 1.5: expected a finite float in [0, 1]",
     ),
+    "attention blocks with neither attention": (
+        binding(
+            "focal.encoder = @attention_blocks",
+            "attention_blocks.self_attention = False",
+            "attention_blocks.gate = None",
+        ),
+        "attention_blocks with self_attention = False and gate = None has no attention",
+    ),
+    "attention width not divisible by the heads": (
+        binding(
+            "focal.encoder = @attention_blocks",
+            "attention_blocks.width = 30",
+            "attention_blocks.heads = 4",
+        ),
+        "attention_blocks.width = 30 cannot be split among 4 heads",
+    ),
+    "parallel branches combined another way": (
+        binding(
+            "focal.encoder = @parallel_encoder",
+            "parallel_encoder.branches = [@a/context_encoder, @b/context_encoder]",
+            "parallel_encoder.combine = 'max'",
+        ),
+        "parallel_encoder.combine must be 'sum' or 'mean', got 'max'",
+    ),
     "discount above one": (binding("brac.discount = 1.2"), "brac.discount = 1.2"),
     "binding without a value": (binding("loop.steps ="), "write a Python literal"),
     "nan in a binding": (binding("focal.encoder_lr = nan"), "gin has no nan or inf"),

@@ -17,7 +17,7 @@ from torch import nn
 
 from components.encoders.encoded import Encoded, weighted_mean
 from components.encoders.mlp import MLPEncoder
-from registry import register
+from registry import RecipeError, register
 
 
 @register("context_encoder", "context_encoder")
@@ -90,7 +90,7 @@ class ParallelEncoder(nn.Module):
         if len(branches) < 2:
             raise ValueError(f"parallel_encoder needs at least two branches, got {len(branches)}")
         if combine not in ("sum", "mean"):
-            raise ValueError(f"parallel_encoder.combine must be 'sum' or 'mean', got {combine!r}")
+            raise RecipeError(f"parallel_encoder.combine must be 'sum' or 'mean', got {combine!r}")
         self.scale = 1.0 if combine == "sum" else 1.0 / len(branches)
         self.branches = nn.ModuleList(b(sizes=sizes, latent_dim=latent_dim) for b in branches)
 

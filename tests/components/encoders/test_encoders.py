@@ -13,6 +13,7 @@ from components.encoders.ema import EMAEncoder
 from components.encoders.mlp import MLPEncoder
 from components.encoders.sequence_attention import SequenceAttentionEncoder
 from components.encoders.tokenizers import ComponentTokenizer, ScalarTokenizer
+from registry import RecipeError
 
 SIZES = (2, 2, 2, 1)  # point robot: s, a, s', r
 SMALL = {"d_model": 16, "heads": 2, "blocks": 2, "dropout": 0.0}
@@ -144,7 +145,7 @@ def test_parallel_adds_branches_and_reports_gate_weights():
     half = ParallelEncoder(sizes=SIZES, latent_dim=4, branches=enc_branches(), combine="mean")
     half.load_state_dict(enc.state_dict())
     torch.testing.assert_close(half(x).mean, (a.mean + b.mean) / 2)  # bounded as each branch
-    with pytest.raises(ValueError, match="'sum' or 'mean'"):
+    with pytest.raises(RecipeError, match="'sum' or 'mean'"):
         ParallelEncoder(sizes=SIZES, latent_dim=4, branches=enc_branches(), combine="max")
     with pytest.raises(ValueError, match="at least two branches"):
         ParallelEncoder(sizes=SIZES, latent_dim=4, branches=[encoders_under_test()["focal"]])
