@@ -169,3 +169,20 @@ def test_the_trend_flags_the_seeds_whose_contrastive_loss_rose():
     for s in range(10):
         trend = run_trends(runs / f"focalpp_contrastive-sparse_point_robot-s{s}")
         assert trend["rising"] == [] and "loss_contrastive" in trend["terms"]
+
+
+def test_the_trend_reads_only_the_encoders_terms_and_needs_a_real_rise():
+    from components.evaluation.training_trend import trends
+
+    def records(values, **other):
+        return [{"kind": "train", "loss_contrastive": v, **other} for v in values]
+
+    flat = [10.0 + (0.3 if i % 2 else -0.3) for i in range(40)]  # noise about a level
+    rising = [10.0 + 0.1 * i for i in range(40)]
+    assert [t.rising for t in trends(records(flat))] == [False]
+    assert [t.rising for t in trends(records(rising))] == [True]
+    # the actor-critic's losses are not the encoder's: never judged
+    assert {t.term for t in trends(records(flat, loss_q=1.0, loss_policy=2.0))} == {
+        "loss_contrastive"
+    }
+    assert trends(records(rising[:10])) == []  # too few records in the second half to tell

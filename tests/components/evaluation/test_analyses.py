@@ -144,8 +144,11 @@ def test_analyze_cli_on_a_real_run(tiny_run):
         "distribution_shift",
         "ood_context",
         "context_grid",
+        "representation_trend",
     }
     assert results["embedding_variance"]["embedding_variance"] >= 0
+    # a tiny run logs too few steps to tell a trend: nothing is flagged, no term judged
+    assert results["representation_trend"] == {"rising": [], "terms": {}}
     vectors = results["task_vectors"]
     assert vectors["parameters"] == ["goal angle"] and vectors["unit"] == "°"
     assert 0 <= vectors["decoding_error"] < 180 and 0 <= vectors["nearest_train_task_error"] < 180
