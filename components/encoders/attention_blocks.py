@@ -117,11 +117,13 @@ class AttentionBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x [T, B, L, D] -> (x, the gate's multipliers [T, B] or None)."""
         h = self.norm(x)
-        branch = torch.zeros_like(h) if self.qkv is None else self.self_attention(h)
-        m = None
-        if self.gate is not None:
-            m = self.gate(h)
-            branch = branch + (m - 1.0)[..., None, None] * h
+        m = self.gate(h) if self.gate is not None else None
+        gated = (m - 1.0)[..., None, None] * h if m is not None else None
+        if self.qkv is None:
+            branch = gated
+        else:
+            attended = self.self_attention(h)
+            branch = attended if gated is None else attended + gated
         x = x + random_bits_dropout(branch, self.dropout, self.training)
         ffn = self.ffn_out(F.relu(self.ffn_in(self.ffn_norm(x))))
         return x + random_bits_dropout(ffn, self.dropout, self.training), m

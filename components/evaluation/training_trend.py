@@ -21,8 +21,23 @@ from components.reporting.metrics import read_metrics
 from registry import register
 from registry.constraints import Fraction
 
-# loss terms of the actor-critic (and its divergence critic): not the encoder's teachers
-AGENT_TERMS = ("loss_q", "loss_v", "loss_policy", "loss_alpha", "loss_divergence", "loss_bc")
+# loss terms that do not teach the encoder: the shipped agents' (BRAC's actor-critic and
+# divergence critic, BCQ's, checked against every registered agent by a test) and MBML's
+# teachers' and distillation's
+AGENT_TERMS = (
+    "loss_q",
+    "loss_v",
+    "loss_policy",
+    "loss_alpha",
+    "loss_divergence_critic",
+    "loss_actor",
+    "loss_critic",
+    "loss_vae",
+    "loss_reward_model",
+    "loss_transition_model",
+    "loss_actor_distill",
+    "loss_q_distill",
+)
 
 
 @dataclass(frozen=True)

@@ -186,3 +186,21 @@ def test_the_trend_reads_only_the_encoders_terms_and_needs_a_real_rise():
         "loss_contrastive"
     }
     assert trends(records(rising[:10])) == []  # too few records in the second half to tell
+
+
+def test_the_trend_knows_every_shipped_agents_loss_terms():
+    """A term the trend takes for the encoder's must not be an agent's: every registered
+    agent's update terms are in its list of terms it does not judge."""
+    import components.rl  # noqa: F401  (registers the agents)
+    from components.contracts.rl import A, F, transitions
+    from components.evaluation.training_trend import AGENT_TERMS
+    from registry import get, names
+
+    agents = names("agent")
+    assert {"brac", "bcq"} <= set(agents)
+    for name in agents:
+        torch.manual_seed(0)
+        agent = get("agent", name)(obs_dim=F, act_dim=A, latent_dim=5)
+        batch = transitions(3)
+        terms = {k for k in agent.update(batch, torch.zeros(3, 5)) if k.startswith("loss_")}
+        assert terms and terms <= set(AGENT_TERMS), (name, terms - set(AGENT_TERMS))
