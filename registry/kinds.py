@@ -60,7 +60,14 @@ KINDS: dict[str, str] = {
         "cls(); __call__(family=, data=, tasks=, layout=, encoder=, act=, device=, seed=) -> "
         "a result with mean, std and to_dict()"
     ),
-    "analysis": "cls(); __call__(trained algorithm, figures_dir) -> dict of JSON-able results",
+    "analysis": (
+        "cls(); __call__(trained algorithm, figures_dir) -> dict of JSON-able results; "
+        "section: the report_section that tables them (or None)"
+    ),
+    "report_section": (
+        "cls(); order (its place in report.md); __call__(RunGroups) -> Section(tables, "
+        "figures), or None where the runs hold nothing it reports"
+    ),
     "backend": "cls(workers=); run(jobs, ...) -> their outcomes (local process pool, Ray)",
 }
 

@@ -1,14 +1,17 @@
 """Run a study: every recipe × environment × seed of a TOML study file.
 
     python tools/sweep.py STUDY.toml [--out DIR] [--backend local|ray] [--workers N]
-        [--address ADDR] [--retries N] [--dry-run]
+        [--address ADDR] [--retries N] [--dry-run] [--records results/<study> [--logs]]
 
 Each run is `tools/run.py` in its own process, in `<out>/runs/<recipe>-<env>-s<seed>/`.
 Finished runs are skipped and interrupted ones resumed, so running a study again continues it.
 A run that dies (killed, crashed) is resumed up to `retries` times; one refused for bad input
 is not retried. `<out>/index.json` lists every run's status, attempts, failure reason and final
 numbers; `python tools/report.py <out>` tabulates it. Exit status 0 only if every run finished.
-The default `--out` is runs/studies/<study name>. See docs/SWEEPS.md.
+The default `--out` is runs/studies/<study name>. With `--records DIR` the study lands in one
+step: runs that DIR's compact record holds are not trained again, and once the study has run,
+its other finished runs are added to the record (`--logs`: with their training logs) and the
+report is written to DIR/report. See docs/SWEEPS.md.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from rich.table import Table
 import components.sweep.local  # registers the backends
 import components.sweep.ray_backend  # noqa: F401
 from components.reporting.console import out, run_tool
+from components.reporting.records import is_records, read_records, write_records
+from components.reporting.report import report
 from components.sweep.job import Outcome
 from components.sweep.runner import INDEX, run_study
 from components.sweep.study import StudyError, load_study
@@ -41,6 +46,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--address", help="Ray cluster address (ray backend; default: start Ray here)")
     p.add_argument("--retries", type=int, help="override the study's retries")
     p.add_argument("--dry-run", action="store_true", help="list the runs and stop")
+    p.add_argument("--records", type=Path, help="the study's compact record (results/<study>)")
+    p.add_argument("--logs", action="store_true", help="--records keeps the training logs")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
 
@@ -76,7 +83,11 @@ def execute(args: argparse.Namespace) -> int:
         detail = f" ({outcome.reason})" if outcome.reason else ""
         out.print(escape(f"{outcome.name}: {outcome.status}, {outcome.how}{detail}"))
 
-    index = run_study(study, target, backend, backend_name=args.backend, on_outcome=show)
+    kept = read_records(args.records) if args.records and is_records(args.records) else []
+    recorded = frozenset(run["run"] for run in kept)
+    index = run_study(
+        study, target, backend, backend_name=args.backend, on_outcome=show, recorded=recorded
+    )
     table = Table(title=f"{study.name} ({args.backend})", title_justify="left")
     for column in ("run", "status", "attempts", "test return", "reason"):
         table.add_column(column)
@@ -91,6 +102,8 @@ def execute(args: argparse.Namespace) -> int:
         )
     out.print(table)
     out.print(f"index: {escape(str(target / INDEX))}")
+    if args.records:
+        record(index, target, args, kept, study.plugins)
     if index["failed"]:
         raise FocalppError(
             f"{len(index['failed'])} of {len(index['runs'])} runs failed: "
@@ -98,6 +111,22 @@ def execute(args: argparse.Namespace) -> int:
             + f". Logs: {target / 'logs'}; run the study again to retry"
         )
     return 0
+
+
+def record(index: dict, target: Path, args, kept: list[dict], plugins: Sequence[str]) -> None:
+    """Add the study's finished runs to its compact record and write its report there (with
+    the study's plugins' sections)."""
+    recorded = {run["run"] for run in kept}  # a group's recorded members trained again: kept
+    new = [
+        target / r["run_dir"]
+        for r in index["runs"]
+        if r["status"] == "done" and r["run_dir"] and r["name"] not in recorded
+    ]
+    if new:
+        count = write_records(new, args.records, root=target / "runs", logs=args.logs, keep=kept)
+        out.print(f"record: {escape(str(args.records))} ({count} runs)")
+    if new or kept:
+        report([args.records], out_dir=args.records / "report", plugins=plugins)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from components.contracts.core import (
 )
 from components.data.store import QualityData
 from components.transitions import FIELDS, Transitions
+from registry import names
 
 
 class Family(Protocol):
@@ -74,7 +75,15 @@ class MetaTestProtocol(Protocol):
 
 
 class Analysis(Protocol):
+    section: str | None
+
     def __call__(self, trained: Any, figures: Any) -> dict: ...
+
+
+class ReportSection(Protocol):
+    order: int
+
+    def __call__(self, runs: Any) -> Any: ...
 
 
 class Backend(Protocol):
@@ -193,6 +202,35 @@ def probe_analysis(factory, given) -> None:
         inspect.signature(analysis).bind(object(), object())
     except TypeError as e:
         raise Broken("be callable as analysis(trained, figures_dir)", str(e)) from e
+    import components.reporting.sections  # noqa: F401  (the built-in sections)
+
+    section = getattr(analysis, "section", "")
+    if section == "" or (section is not None and section not in names("report_section")):
+        raise Broken(
+            "name the report section that tables its results (section = 'name', or None)",
+            "it names none" if section == "" else f"it names {section!r}, which is not one",
+            f"registered sections: {', '.join(names('report_section'))}; a new one is a "
+            "report_section of your own (docs/EXTENDING.md)",
+        )
+
+
+@contract("report_section", ReportSection)
+def probe_report_section(factory, given) -> None:
+    from components.reporting.tables import RunGroups
+
+    section = build(factory, "be built as cls() (its settings are gin bindings)")
+    order = getattr(section, "order", None)
+    if isinstance(order, bool) or not isinstance(order, int):
+        raise Broken("have an int `order`, its place in report.md", f"it has {order!r}")
+    if not (type(section).__doc__ or "").strip():
+        raise Broken("say in its docstring what its columns mean", "it has no docstring")
+    try:
+        inspect.signature(section).bind(object())
+    except TypeError as e:
+        raise Broken("be callable as section(runs)", str(e)) from e
+    empty = section(RunGroups({}))
+    if empty is not None:
+        raise Broken("return None for runs that hold nothing it reports", f"it returned {empty!r}")
 
 
 @contract("backend", Backend)

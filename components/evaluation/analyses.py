@@ -32,9 +32,12 @@ NAMES = (
 
 
 def check_names(names: Sequence[str]) -> None:
-    """An unknown analysis fails here, before any work, with suggestions."""
+    """An unknown analysis, or one that breaks its kind's contract (no report section named),
+    fails here, before any work, with suggestions."""
+    from components.contracts import check
+
     for name in names:
-        get("analysis", name)
+        check(get("analysis", name))
 
 
 def analyse(

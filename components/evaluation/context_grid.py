@@ -81,6 +81,8 @@ class ContextGrid:
             many as the meta-test's context needs).
     """
 
+    section = "context_grid"  # the report section that tables it
+
     def __init__(
         self, *, seed: int = 0, max_train_tasks: PositiveInt = 20, episodes: int | None = None
     ):

@@ -16,6 +16,8 @@ class ShiftAnalysis:
     qualities: the test-context qualities (default: every quality of the run's dataset).
     """
 
+    section = "shift"  # the report section that tables it
+
     def __init__(self, *, qualities: Sequence[str] | None = None):
         self.qualities = qualities
 

@@ -66,6 +66,8 @@ class VarianceAnalysis:
         draws: context batches per task (of the run's context batch size).
     """
 
+    section = "variance"  # the report section that tables it
+
     def __init__(self, *, draws: Draws = 32):
         check_arguments("embedding_variance", VarianceAnalysis.__init__, locals())
         self.draws = draws

@@ -52,6 +52,8 @@ class OODContextAnalysis:
         seed: seed of the donor draw (a training task per test task).
     """
 
+    section = "ood"  # the report section that tables it
+
     def __init__(self, *, seed: int = 0):
         self.seed = seed
 

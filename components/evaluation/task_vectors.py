@@ -146,6 +146,8 @@ class TaskVectorAnalysis:
         holding_steps: the episode's last steps over which the holding error is averaged.
     """
 
+    section = "task_vectors"  # the report section that tables it
+
     def __init__(
         self,
         *,

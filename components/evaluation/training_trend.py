@@ -97,6 +97,8 @@ class RepresentationTrend:
         margin: the rise that counts, as a fraction of the first third's mean magnitude.
     """
 
+    section = "representation"  # the report section that tables it
+
     def __init__(self, *, margin: Fraction = 0.05):
         self.margin = margin
 

@@ -61,6 +61,8 @@ class TSNEAnalysis:
         per_task: transitions per task.
     """
 
+    section = None  # its figures go to the run's figures/; no table reads it
+
     def __init__(self, *, tasks: int = 10, per_task: int = 50):
         self.tasks, self.per_task = tasks, per_task
 

@@ -36,8 +36,13 @@ def run_study(
     *,
     backend_name: str,
     on_outcome: Callable[[Outcome], None] = lambda outcome: None,
+    recorded: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Execute every run of `study` under `out` with `backend`; returns the index written.
+
+    Runs named in `recorded` (a compact record's, tools/sweep.py --records) are not trained
+    again: the index lists them as done, `how` "recorded", with no run directory; a group of
+    seeds trains unless every member is recorded.
 
     With `dataset_shards` = K, each environment's dataset is first built in K task shards
     (jobs on the backend, like runs) and merged; the runs then find it in the store. Runs of an
@@ -68,14 +73,20 @@ def run_study(
     jobs = [
         Job(spec, str(out), study.threads_per_run)
         for spec in study.jobs()
-        if _env(spec) not in unbuilt
+        if _env(spec) not in unbuilt and not _names(spec) <= recorded
     ]
     final, attempts = _members(*_with_retries(backend, jobs, study.retries, on_outcome), jobs, out)
+    for spec in study.runs():
+        if spec.name in recorded and spec.name not in final:
+            final[spec.name], attempts[spec.name] = Outcome(spec.name, "done", "recorded"), 0
+            on_outcome(final[spec.name])
     analysed: dict[str, Outcome] = {}
     todo = {
         spec.name: _unanalysed(out / "runs" / spec.name, study.analyses)
         for spec in study.runs()
-        if final.get(spec.name) and final[spec.name].status == "done"
+        if final.get(spec.name)
+        and final[spec.name].status == "done"
+        and final[spec.name].how != "recorded"
     }
     jobs = [
         Job(
@@ -98,6 +109,11 @@ def run_study(
     index = _index(study, backend_name, out, final, attempts, before, datasets, analysed)
     atomic_write_text(out / INDEX, json.dumps(index, indent=1))
     return index
+
+
+def _names(spec) -> set[str]:
+    """The runs a job trains: its own, or its group's members'."""
+    return {m.name for m in spec.members} if isinstance(spec, SeedGroupSpec) else {spec.name}
 
 
 def _env(spec) -> str:
@@ -212,7 +228,9 @@ def _index(study, backend_name, out, final, attempts, before, datasets, analysed
             "reason": outcome.reason,
             "run_dir": str(Path("runs") / spec.name),
         }
-        if outcome.status == "done":
+        if how == "recorded":  # in the compact record; no run directory here
+            entry["run_dir"] = None
+        elif outcome.status == "done":
             entry.update(run_summary(out / entry["run_dir"]))
         if (study.analyses or spec.name in analysed) and outcome.status == "done":
             result = analysed.get(spec.name)

@@ -1,9 +1,11 @@
-"""tools/report.py's Meta-World tables, on hand-made run records: normalised score and success
+"""The Meta-World report section's tables, on hand-made run records: normalised score and success
 beside the published numbers, the place between the reference rows, and the orders."""
 
 from __future__ import annotations
 
-from tests.conftest import _tool
+from components.reporting.runs import groups
+from components.reporting.sections.metaworld_scores import MetaWorld
+from components.reporting.tables import RunGroups
 
 
 def record(recipe: str, env: str, seed: int, score: float, success: float = 0.5) -> dict:
@@ -18,24 +20,24 @@ def record(recipe: str, env: str, seed: int, score: float, success: float = 0.5)
 
 
 def grouped(scores: dict[tuple[str, str], list[float]]) -> dict:
-    report = _tool("report")
     runs = [
         record(recipe, env, seed, value)
         for (env, recipe), values in scores.items()
         for seed, value in enumerate(values)
     ]
-    return report.groups(runs)
+    return groups(runs)
 
 
 def test_metaworld_table_places_a_row_between_floor_and_ceiling():
-    report = _tool("report")
-    table = report.metaworld_table(
-        grouped({
-            ("ml1_push", "focal"): [0.4, 0.6],
-            ("ml1_push", "reference_no_context"): [0.2, 0.2],
-            ("ml1_push", "reference_oracle"): [1.2, 1.2],
-        }),
-        reps=200,
+    table = MetaWorld().scores(
+        RunGroups(
+            grouped({
+                ("ml1_push", "focal"): [0.4, 0.6],
+                ("ml1_push", "reference_no_context"): [0.2, 0.2],
+                ("ml1_push", "reference_oracle"): [1.2, 1.2],
+            }),
+            reps=200,
+        )
     )  # fmt: skip
     rows = {row[3]: row for row in table.rows}
     assert rows["focal"][5] == "0.500 ± 0.100" and rows["focal"][8] == "0.30"  # (0.5-0.2)/1.0
@@ -45,7 +47,6 @@ def test_metaworld_table_places_a_row_between_floor_and_ceiling():
 
 
 def test_metaworld_table_averages_each_runs_last_three_meta_tests():
-    report = _tool("report")
     runs = []
     for seed, history in enumerate([[0.1, 0.2, 0.3, 0.4], [0.9, 0.5]]):
         run = record("focal", "ml1_push", seed, history[-1])
@@ -54,21 +55,22 @@ def test_metaworld_table_averages_each_runs_last_three_meta_tests():
             for i, v in enumerate(history)
         ]
         runs.append(run)
-    (row,) = report.metaworld_table(report.groups(runs), reps=200).rows
+    (row,) = MetaWorld().scores(RunGroups(groups(runs), reps=200)).rows
     # seed 0: (0.2 + 0.3 + 0.4) / 3 = 0.3; seed 1 has two meta-tests: 0.7
     assert row[5] == "0.450 ± 0.050" and row[10] == "0.500 ± 0.200"
 
 
 def test_metaworld_orders_per_task_and_over_tasks():
-    report = _tool("report")
-    table = report.metaworld_orders(
-        grouped({
-            ("ml1_push", "focal"): [0.3, 0.35, 0.4],
-            ("ml1_push", "focalpp"): [0.6, 0.65, 0.7],
-            ("ml1_sweep", "focal"): [0.5, 0.6, 0.7],
-            ("ml1_sweep", "focalpp"): [0.5, 0.6, 0.7],
-        }),
-        reps=200,
+    table = MetaWorld().orders(
+        RunGroups(
+            grouped({
+                ("ml1_push", "focal"): [0.3, 0.35, 0.4],
+                ("ml1_push", "focalpp"): [0.6, 0.65, 0.7],
+                ("ml1_sweep", "focal"): [0.5, 0.6, 0.7],
+                ("ml1_sweep", "focalpp"): [0.5, 0.6, 0.7],
+            }),
+            reps=200,
+        )
     )  # fmt: skip
     rows = {row[0]: row for row in table.rows}
     assert rows["ml1_push"][5].startswith("1.00") and rows["ml1_push"][8] == "reproduced"
@@ -79,7 +81,6 @@ def test_metaworld_orders_per_task_and_over_tasks():
 
 def test_metaworld_orders_compare_within_a_variant():
     """A study's variant (the coupled forms) is compared with itself, never across."""
-    report = _tool("report")
     runs = []
     for recipe, label, values in [
         ("focal", "", [0.3, 0.4]),
@@ -89,7 +90,7 @@ def test_metaworld_orders_compare_within_a_variant():
     ]:
         for seed, value in enumerate(values):
             runs.append({**record(recipe, "ml1_push", seed, value), "label": label})
-    table = report.metaworld_orders(report.groups(runs), reps=200)
+    table = MetaWorld().orders(RunGroups(groups(runs), reps=200))
     rows = {(row[2], row[3]): row for row in table.rows}
     assert set(rows) == {("focalpp", "focal"), ("focalpp (coupled)", "focal (coupled)")}
     assert rows[("focalpp", "focal")][5].startswith("1.00")
@@ -100,16 +101,17 @@ def test_metaworld_orders_set_the_successors_against_the_papers_rows():
     """Each other method meets FOCAL and FOCAL++ (the paper's rows, never the reference rows),
     judged against the published order where the table has the method (CSRO on push: above
     FOCAL, 0.60 against 0.34, below FOCAL++, 0.62), else by side (UNICORN is not in it)."""
-    report = _tool("report")
-    table = report.metaworld_orders(
-        grouped({
-            ("ml1_push", "focal"): [0.3, 0.35, 0.4],
-            ("ml1_push", "focalpp"): [0.6, 0.65, 0.7],
-            ("ml1_push", "csro"): [0.5, 0.55, 0.58],
-            ("ml1_push", "unicorn"): [0.8, 0.85, 0.9],
-            ("ml1_push", "reference_oracle"): [0.9, 0.95, 1.0],
-        }),
-        reps=200,
+    table = MetaWorld().orders(
+        RunGroups(
+            grouped({
+                ("ml1_push", "focal"): [0.3, 0.35, 0.4],
+                ("ml1_push", "focalpp"): [0.6, 0.65, 0.7],
+                ("ml1_push", "csro"): [0.5, 0.55, 0.58],
+                ("ml1_push", "unicorn"): [0.8, 0.85, 0.9],
+                ("ml1_push", "reference_oracle"): [0.9, 0.95, 1.0],
+            }),
+            reps=200,
+        )
     )  # fmt: skip
     rows = {(row[2], row[3]): row for row in table.rows}
     assert set(rows) == {

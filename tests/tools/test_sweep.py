@@ -260,7 +260,25 @@ analyses = ["step_count"]
 bindings = ["task_data.root = '{tiny_data}'"]
 """
     )
-    r = cli("sweep", str(study), "--out", str(tmp_path / "out"))
+    records = tmp_path / "results" / "plugin-study"
+    r = cli("sweep", str(study), "--out", str(tmp_path / "out"), "--records", str(records))
     assert r.returncode == 0, r.stderr + r.stdout
     analysis = tmp_path / "out" / "runs" / "focal-sparse_point_robot-s0" / "analysis.json"
     assert json.loads(analysis.read_text())["step_count"] == {"steps_trained": 6}
+    # the study lands in one step: its compact record, and a report in which the plugin's own
+    # section tables the plugin's analysis (no file of the package edited)
+    row = json.loads((records / "runs.jsonl").read_text())
+    assert (row["run"], row["recipe"], row["seed"]) == (
+        "focal-sparse_point_robot-s0",
+        "focal.gin",
+        0,
+    )
+    report = (records / "report" / "report.md").read_text()
+    assert "### Steps trained per seed" in report
+    assert "| sparse_point_robot | focal | 6 |" in report
+    # run again: the recorded run is not trained again, and the record keeps one line for it
+    again = cli("sweep", str(study), "--out", str(tmp_path / "out2"), "--records", str(records))
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "focal-sparse_point_robot-s0: done, recorded" in again.stdout
+    assert not (tmp_path / "out2" / "runs").exists()
+    assert len((records / "runs.jsonl").read_text().splitlines()) == 1

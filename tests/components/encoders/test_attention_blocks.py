@@ -157,18 +157,22 @@ def test_the_trend_flags_the_seeds_whose_contrastive_loss_rose():
     the contrastive row's ten seeds, whose loss fell, are not flagged."""
     from pathlib import Path
 
-    from components.evaluation.training_trend import run_trends
+    from components.evaluation.training_trend import trends
+    from components.reporting.records import read_logs
 
-    runs = Path(__file__).parents[3] / "docs/results/ten_seeds/rows/runs"
+    record = Path(__file__).parents[3] / "results/ten_seeds/rows"  # its training logs, archived
+
+    def rising(name: str) -> list[str]:
+        return [t.term for t in trends(read_logs(record, name)) if t.rising]
+
     flagged = [
-        s
-        for s in range(10)
-        if run_trends(runs / f"focalpp-sparse_point_robot-s{s}")["rising"] == ["loss_contrastive"]
+        s for s in range(10) if rising(f"focalpp-sparse_point_robot-s{s}") == ["loss_contrastive"]
     ]
     assert flagged == [2, 5, 9]
     for s in range(10):
-        trend = run_trends(runs / f"focalpp_contrastive-sparse_point_robot-s{s}")
-        assert trend["rising"] == [] and "loss_contrastive" in trend["terms"]
+        found = trends(read_logs(record, f"focalpp_contrastive-sparse_point_robot-s{s}"))
+        assert [t.term for t in found if t.rising] == []
+        assert "loss_contrastive" in [t.term for t in found]
 
 
 def test_the_trend_reads_only_the_encoders_terms_and_needs_a_real_rise():
@@ -191,7 +195,9 @@ def test_the_trend_reads_only_the_encoders_terms_and_needs_a_real_rise():
 def test_the_trend_knows_every_shipped_agents_loss_terms():
     """A term the trend takes for the encoder's must not be an agent's: every registered
     agent's update terms are in its list of terms it does not judge."""
-    import components.rl  # noqa: F401  (registers the agents)
+    import components
+
+    components.load_builtin()  # registers every agent
     from components.contracts.rl import A, F, transitions
     from components.evaluation.training_trend import AGENT_TERMS
     from registry import get, names

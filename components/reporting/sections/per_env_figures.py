@@ -1,0 +1,22 @@
+"""The figures of a report, per environment and scale: final returns, orders, learning curves."""
+
+from __future__ import annotations
+
+from components.reporting.report_figures import report_figures
+from components.reporting.tables import RunGroups, Section
+from registry import register
+
+
+@register("report_section", "figures")
+class Figures:
+    """Per (env, scale): `iqm-*.png` (each row's IQM with its interval, the split's ceiling and
+    the paper's number), `orders-*.png` (P(X beats Y) for the paper's orders) and `curves-*.png`
+    (learning curves as small multiples); see components/reporting/report_figures.py."""
+
+    order = 115
+
+    def __call__(self, runs: RunGroups) -> Section | None:
+        if runs.out is None:
+            return None
+        drawn = report_figures(runs.groups, runs.out, runs.reps)
+        return Section(figures=drawn) if drawn else None
