@@ -367,6 +367,30 @@ def report_of(spoil: Callable[[Path], None]) -> Prepare:
     return prepare
 
 
+def record_of(spoil: Callable[[list[dict]], None]) -> Prepare:
+    """A report of a compact record (tools/records.py) of the finished run whose runs.jsonl was
+    spoiled; the record is left as it was."""
+
+    def prepare(world: World, case: Path):
+        record = case / "record"
+        r = cli("records", str(copied_run(world, case)), "--out", str(record), "--logs")
+        assert r.returncode == 0, r.stderr
+        rows = [json.loads(line) for line in (record / "runs.jsonl").read_text().splitlines()]
+        spoil(rows)
+        (record / "runs.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        return "report", [str(record)], [], [record]
+
+    return prepare
+
+
+def record_with_a_changed_archive(world: World, case: Path):
+    record = case / "record"
+    r = cli("records", str(copied_run(world, case)), "--out", str(record), "--logs")
+    assert r.returncode == 0, r.stderr
+    (record / "logs.sha256").write_text("0" * 64 + "  logs.tar.xz\n")
+    return "report", [str(record)], [], [record]
+
+
 def store_under_a_file(world: World, case: Path):
     blocker = case / "a-file"
     blocker.write_text("")
@@ -1144,6 +1168,35 @@ CASES: dict[str, tuple[Prepare, str]] = {
         damaged_index,
         "lists a run without its name, status and run_dir ({'name': 'focal-s0'})",
     ),
+    "report of a record that lacks a column": (
+        record_of(lambda rows: rows[0].pop("dataset")),
+        "runs.jsonl line 1 lacks column(s) dataset",
+    ),
+    "report of a record that lists a run twice": (
+        record_of(lambda rows: rows.append(rows[0])),
+        "runs.jsonl line 2 lists run 'run' again (first at line 1)",
+    ),
+    "report of a record with a non-finite score": (
+        record_of(lambda rows: rows[0].update(final=float("nan"))),
+        "runs.jsonl line 1 has final = nan, expected a finite number",
+    ),
+    "report of a record whose training logs do not match their digest": (
+        record_with_a_changed_archive,
+        "the archive was changed or damaged",
+    ),
+    "records of a folder without runs": (
+        lambda w, c: ("records", [str(c), "--out", str(c / "record")], [c / "record"], []),
+        "no finished runs (run.json + eval.json) under",
+    ),
+    "records that would list a run twice": (
+        lambda w, c: (
+            "records",
+            [str(w.finished), str(w.finished), "--out", str(c / "record")],
+            [c / "record"],
+            [],
+        ),
+        "is already in the record",
+    ),
     "report with too many bootstrap replications": (
         lambda w, c: ("report", [str(w.finished), "--reps", "10000000"], [], []),
         "--reps 10000000: expected 100 to 1,000,000",
@@ -1205,7 +1258,7 @@ def test_bad_input(case, outcomes):
 def test_catalogue_is_large_and_reaches_every_tool(outcomes):
     assert len(CASES) >= 120
     tools = {outcome.tool for outcome in outcomes.values()}
-    assert tools == {"run", "collect", "sweep", "analyze", "report", "catalog"}
+    assert tools == {"run", "collect", "sweep", "analyze", "report", "records", "catalog"}
 
 
 def test_docs_list_every_case():

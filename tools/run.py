@@ -48,6 +48,7 @@ import torch
 from rich.markup import escape
 from rich.table import Table
 
+from components import machine
 from components.algorithms.seed_records import with_seed
 from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.checkpoint import CHECKPOINT
@@ -424,6 +425,8 @@ def train(
                 "sources": [_portable_source(s) for s in comp.sources],
                 "binding_sources": [binding.to_dict() for binding in provenance()],
                 "analyses": list(exp.analyses),  # run at its end; --resume finishes them
+                "commit": source_commit(),
+                "machine": machine.summary(),
                 **({"trained_with_seeds": list(seeds)} if grouped else {}),
                 **_dataset_record(algorithm),
             }
@@ -467,6 +470,28 @@ def check_every_binding_used(algorithm, analyses: Sequence[str]) -> None:
     except FocalppError:
         getattr(algorithm, "close", lambda: None)()
         raise
+
+
+def source_commit() -> str | None:
+    """The git commit of the code that trains the run (`+` if it has uncommitted changes), or
+    None outside a git checkout: a record names the code its numbers came from."""
+    import subprocess
+
+    here = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "components",
+             "registry", "recipes", "tools"],
+            cwd=here, capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def _dataset_record(algorithm) -> dict:

@@ -81,7 +81,9 @@ def write_records(
     for run_dir in run_dirs:
         name = Path(run_dir).relative_to(root).as_posix()
         if name in names:
-            raise FocalppError(f"{run_dir}: run {name!r} is already in the record {out}")
+            raise FocalppError(
+                f"{run_dir}: run {name!r} is already in the record {out} (or given twice)"
+            )
         names.add(name)
         run = _read_run_dir(Path(run_dir), name)
         rows.append(_row_of(run))

@@ -4,6 +4,7 @@ runs were, and refused by file and line when damaged."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -58,6 +59,9 @@ def test_a_record_gives_back_what_the_report_reads_of_its_run_directories(two_ru
         assert read_logs(tmp_path / "rec", recorded["run"]) == read_metrics(direct["dir"])
     row = json.loads((tmp_path / "rec" / RUNS).read_text().splitlines()[0])
     assert set(COLUMNS) <= set(row)
+    # provenance a new run records: the machine, and the code's commit in a git checkout
+    assert isinstance(row["machine"], str) and "torch threads" in row["machine"]
+    assert row["commit"] is None or re.fullmatch(r"[0-9a-f]{40}\+?", row["commit"])
 
 
 def test_extending_a_record_keeps_its_runs_and_refuses_one_twice(two_runs, tmp_path):
