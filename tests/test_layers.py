@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("components.contracts",),
     ("components.algorithms",),
     ("components.benchmarks", "components.sweep"),
+    ("components.results",),
     ("components",),
     ("tools",),
 ]

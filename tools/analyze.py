@@ -30,10 +30,11 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from components.contracts import check
 from components.evaluation.analyses import NAMES as ANALYSES  # registers them
 from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.console import out, run_tool
-from registry import FocalppError, load_plugin
+from registry import FocalppError, get, load_plugin
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -61,6 +62,8 @@ def execute(args: argparse.Namespace) -> int:
             f"e.g. --analyses {ANALYSES[0]},{ANALYSES[1]} (leave the flag out for all of them)"
         )
     check_names(names)
+    for name in names:  # and one that breaks its kind's contract (names no section)
+        check(get("analysis", name))
     for run_dir in args.runs:
         results = analyse(run_dir, names, args.gin_param, args.plugin)
         out.print(f"[bold]{escape(str(run_dir))}[/]")

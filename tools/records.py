@@ -23,7 +23,7 @@ from rich.markup import escape
 
 from components.reporting.console import out, run_tool
 from components.reporting.records import is_records, read_records, run_dirs_under, write_records
-from components.reporting.report import report
+from components.results.report import report
 from components.sweep.runner import INDEX, read_index
 from registry import FocalppError
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from components.reporting.console import run_tool
 from components.reporting.intervals import REPS
-from components.reporting.report import report
+from components.results.report import report
 
 MAX_REPS = 1_000_000  # a bootstrap keeps reps × seeds numbers per interval
 

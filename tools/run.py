@@ -50,6 +50,7 @@ from rich.table import Table
 
 from components import machine
 from components.algorithms.seed_records import with_seed
+from components.contracts import check
 from components.evaluation.analyses import analyse, check_names, scalars
 from components.reporting.checkpoint import CHECKPOINT
 from components.reporting.console import err, out, run_tool
@@ -75,6 +76,7 @@ from registry import (
     RunContext,
     compose,
     default_recipes_dir,
+    get,
     operative_config,
 )
 from registry.constraints import check_seed
@@ -283,6 +285,8 @@ def execute(args: argparse.Namespace) -> int:
     show_choices(comp)
     exp = comp.experiment
     check_names(exp.analyses)  # a misspelt analysis fails before the run, not after it
+    for name in exp.analyses:  # and one that breaks its kind's contract (names no section)
+        check(get("analysis", name))
     if args.dry_run:
         show_bindings()
         return 0

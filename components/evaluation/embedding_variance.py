@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -93,18 +92,3 @@ def sparsity(sampler: TensorSampler) -> float:
     n = sampler.data.sparse_reward.shape[1]
     real = torch.arange(n, device=sampler.device)[None, :] < sampler.length[:, None]
     return float((sampler.data.sparse_reward[real] == 0).float().mean())
-
-
-def crossovers(x, a, b) -> list[float]:
-    """Where curve b crosses curve a, both sampled at the sorted points x: the x of every sign
-    change of b − a, by linear interpolation (the variance-sparsity crossover)."""
-    x, d = np.asarray(x, dtype=float), np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    found = []
-    for i in range(len(x) - 1):
-        if d[i] == 0:
-            found.append(float(x[i]))
-        elif d[i] * d[i + 1] < 0:
-            found.append(float(x[i] + (x[i + 1] - x[i]) * d[i] / (d[i] - d[i + 1])))
-    if len(d) and d[-1] == 0:
-        found.append(float(x[-1]))
-    return found

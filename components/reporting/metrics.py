@@ -98,24 +98,27 @@ class MetricsLog:
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """Every record of a run's metrics.jsonl (for reports and tests); a missing or damaged
     log is an error that names the file and the line."""
-    path = Path(run_dir) / "metrics.jsonl"
+    return [record for _, record in jsonl(Path(run_dir) / "metrics.jsonl", DAMAGED)]
+
+
+def jsonl(path: Path, damaged: str):
+    """(line number, object) for each line of a JSON Lines file; an unreadable file, or a line
+    that is not a JSON object, is an error naming the file and line, then `damaged`."""
     try:
         lines = path.read_text().splitlines()
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) else f"not text: {e}"
-        raise FocalppError(f"cannot read {path} ({reason}): {DAMAGED}") from e
-    records = []
+        raise FocalppError(f"cannot read {path} ({reason}): {damaged}") from e
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as e:
-            raise FocalppError(f"{path} line {number} is not valid JSON ({e}): {DAMAGED}") from e
+            raise FocalppError(f"{path} line {number} is not valid JSON ({e}): {damaged}") from e
         if not isinstance(record, dict):
-            raise FocalppError(f"{path} line {number} is not a JSON object: {DAMAGED}")
-        records.append(record)
-    return records
+            raise FocalppError(f"{path} line {number} is not a JSON object: {damaged}")
+        yield number, record
 
 
 DAMAGED = "the run's metrics log is damaged; restore it, or leave that run out"

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from components.reporting.metrics import read_metrics
+from components.reporting.metrics import jsonl, read_metrics
 from components.reporting.report_figures import comparable, last_meta_tests
 from components.reporting.run_dir import atomic_write_bytes, atomic_write_text
 from components.reporting.run_record import read_run_record
@@ -161,7 +161,7 @@ def read_records(study: Path) -> list[dict[str, Any]]:
             f"{ANALYSES} beside it: tools/records.py writes them)"
         )
     runs, seen = {}, {}
-    for number, row in _jsonl(study / RUNS):
+    for number, row in jsonl(study / RUNS, DAMAGED):
         where = f"{study / RUNS} line {number}"
         missing = [c for c in COLUMNS if c not in row]
         if missing:
@@ -188,7 +188,7 @@ def read_records(study: Path) -> list[dict[str, Any]]:
         runs[row["run"]] = {**row, "dir": study / row["run"], "metrics": [], "analysis": {}}
     for name, key in ((META_TESTS, "metrics"), (ANALYSES, "analysis")):
         path = study / name
-        for number, row in _jsonl(path) if path.is_file() else ():
+        for number, row in jsonl(path, DAMAGED) if path.is_file() else ():
             run = runs.get(row.pop("run", None))
             if run is None:
                 raise FocalppError(
@@ -201,19 +201,6 @@ def read_records(study: Path) -> list[dict[str, Any]]:
     if (study / LOGS).is_file() or (study / LOGS_DIGEST).is_file():
         check_logs(study)
     return list(runs.values())
-
-
-def _jsonl(path: Path):
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise FocalppError(f"{path} line {number} is not valid JSON ({e}): {DAMAGED}") from e
-        if not isinstance(row, dict):
-            raise FocalppError(f"{path} line {number} is not a JSON object: {DAMAGED}")
-        yield number, row
 
 
 def check_logs(study: Path) -> bytes:

@@ -3,9 +3,9 @@ beside the published numbers, the place between the reference rows, and the orde
 
 from __future__ import annotations
 
-from components.reporting.runs import groups
 from components.reporting.sections.metaworld_scores import MetaWorld
 from components.reporting.tables import RunGroups
+from components.results.runs import groups
 
 
 def record(recipe: str, env: str, seed: int, score: float, success: float = 0.5) -> dict:

@@ -6,7 +6,6 @@ from collections import defaultdict
 
 import numpy as np
 
-from components.evaluation.embedding_variance import crossovers
 from components.reporting import figures
 from components.reporting.report_figures import comparable
 from components.reporting.tables import RunGroups, Section, Table, recipe_stem, spread
@@ -112,3 +111,18 @@ def _crossings(env: str, scale: str, series: dict) -> list[tuple[str, ...]]:
         where = ", ".join(f"{c:.2f}" for c in at) if at else "none in range"
         rows.append((env, scale, f"{stem} crosses {base}", "-", "-", where, "-", "-", "-"))
     return rows
+
+
+def crossovers(x, a, b) -> list[float]:
+    """Where curve b crosses curve a, both sampled at the sorted points x: the x of every sign
+    change of b − a, by linear interpolation (the variance-sparsity crossover)."""
+    x, d = np.asarray(x, dtype=float), np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    found = []
+    for i in range(len(x) - 1):
+        if d[i] == 0:
+            found.append(float(x[i]))
+        elif d[i] * d[i + 1] < 0:
+            found.append(float(x[i] + (x[i + 1] - x[i]) * d[i] / (d[i] - d[i + 1])))
+    if len(d) and d[-1] == 0:
+        found.append(float(x[-1]))
+    return found

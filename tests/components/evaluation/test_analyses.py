@@ -188,7 +188,7 @@ def test_analyze_refuses_an_unknown_analysis(tiny_run):
 
 
 def test_crossovers_known_values():
-    from components.evaluation.embedding_variance import crossovers
+    from components.reporting.sections.variance_sparsity import crossovers
 
     x = [0.2, 0.4, 0.6, 0.8]
     assert crossovers(x, [1, 1, 1, 1], [2, 1.5, 0.5, 0]) == pytest.approx([0.5])

@@ -21,7 +21,7 @@ from components.reporting.records import (
     read_records,
     write_records,
 )
-from components.reporting.runs import find_runs
+from components.results.runs import find_runs
 from registry import FocalppError
 from tests.conftest import ROOT, cli
 

@@ -17,8 +17,8 @@ from components.contracts import ContractError, check
 from components.reporting.console import err, out
 from components.reporting.intervals import REPS
 from components.reporting.run_dir import atomic_write_text, make_dirs, removed_on_failure
-from components.reporting.runs import read_runs
 from components.reporting.tables import RunGroups, Section, Table
+from components.results.runs import read_runs
 from registry import entries, entry_of, load_plugin, names
 
 MAX_TITLE = 120  # a table's title; what its columns mean goes to docs/REPORTS.md
