@@ -234,10 +234,14 @@ def checked_recipes_dir(recipes_dir: Path | None = None) -> Path:
 
 
 def find_recipe(recipe: str | Path, recipes_dir: Path) -> Path:
-    """The recipe's path as given, else relative to the recipes directory; error if neither."""
-    for candidate in (Path(recipe), recipes_dir / recipe):
-        if candidate.is_file():
-            return candidate.resolve()
+    """The recipe's path as given, else the name of a recipe in the recipes directory (a file
+    of its own, never one of a folder in it or outside it: `envs/x.gin` is an environment
+    column, `../x.gin` a path from the working directory); error if neither."""
+    if Path(recipe).is_file():
+        return Path(recipe).resolve()
+    inside = (recipes_dir / recipe).resolve()
+    if inside.is_file() and inside.parent == Path(recipes_dir).resolve():
+        return inside
     checked_recipes_dir(recipes_dir)
     shipped = sorted(p.name for p in recipes_dir.glob("*.gin"))
     close = difflib.get_close_matches(Path(recipe).name, shipped, n=3, cutoff=0.5)
@@ -259,14 +263,22 @@ def env_group(env: str) -> str:
     return env.split("_", 1)[0]
 
 
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
 def column_file(column: str, value: str, recipes_dir: Path) -> Path:
+    flag = {"envs": "--env", "scales": "--scale"}[column]
+    if not NAME.fullmatch(value) or ".." in value:  # a name is a name, never a path
+        raise RecipeError(
+            f"{flag} {value!r} is not a name (letters, digits, '_', '.', '-'; no folders): "
+            f"expected one of {', '.join(columns(column, recipes_dir)) or 'none'}"
+        )
     path = recipes_dir / column / f"{value}.gin"
     if path.is_file():
         return path
     group = recipes_dir / column / "groups" / f"{env_group(value)}.gin"
     if column == "envs" and value != env_group(value) and group.is_file():
         return group
-    flag = {"envs": "--env", "scales": "--scale"}[column]
     available = columns(column, recipes_dir)
     close = difflib.get_close_matches(value, available, n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""

@@ -646,6 +646,23 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "unknown --env 'ml1_pushh': not one of the 50 families",
     ),
     "unknown scale": (run_flags("--scale", "huge"), "huge"),
+    "scale name that climbs out of its folder": (
+        run_flags("--scale", "../envs/sparse_point_robot"),
+        "--scale '../envs/sparse_point_robot' is not a name",
+    ),
+    "env name that is a path": (
+        run_flags("--env", "groups/ml1"),
+        "--env 'groups/ml1' is not a name",
+    ),
+    "recipe name of a file in a column folder": (
+        lambda w, c: (
+            "run",
+            ["--recipe", "envs/sparse_point_robot.gin", "--scale", "tiny", "--out", str(c / "run")],
+            [c / "run"],
+            [],
+        ),
+        "recipe file not found: envs/sparse_point_robot.gin",
+    ),
     "unknown plugin module": (run_flags("--plugin", "no_such_plugin_module"), "no_such_plugin"),
     "plugin with a syntax error": (syntax_error_plugin, "broken_plugin.py"),
     # bindings that configure nothing the run builds (registry/usage.py)

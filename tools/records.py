@@ -7,9 +7,9 @@ run directories. Each run is named by its path under its SRC (under SRC/runs for
 The record keeps what the reports read: runs.jsonl (a line per run: recipe, env, scale, seed,
 label, bindings, commit, dataset digest, final and last-three scores, train seconds, machine,
 eval.json), meta_tests.jsonl and analyses.jsonl; `--logs` adds the per-step training logs as one
-archive with its digest. A record that exists is extended: its runs are kept, and a run it
-already holds is refused. `--report` then writes report/ beside it (tools/report.py --out).
-docs/RESULTS.md's layout: `results/README.md`.
+archive with its digest. A record that exists is extended: its runs are kept as recorded (a
+given run it holds already is not read again). `--report` then writes OUT/report (as
+tools/report.py --out). The records' layout: results/README.md.
 """
 
 from __future__ import annotations
@@ -71,10 +71,16 @@ def execute(args: argparse.Namespace) -> int:
             f"the runs come from {len(roots)} folders ({', '.join(sorted(map(str, roots)))}): "
             "record one study at a time, or name their common parent"
         )
-    count = write_records(
-        [d for d, _ in found], args.out, root=roots.pop(), logs=args.logs, keep=keep
-    )
-    out.print(f"wrote {escape(str(args.out))}: {count} runs ({len(keep)} kept from before)")
+    root, held = roots.pop(), {run["run"] for run in keep}
+    new = [d for d, _ in found if d.relative_to(root).as_posix() not in held]
+    if not new:
+        out.print(f"{escape(str(args.out))} holds every run already: nothing written")
+    else:
+        count = write_records(new, args.out, root=root, logs=args.logs, keep=keep)
+        out.print(
+            f"wrote {escape(str(args.out))}: {count} runs ({len(keep)} kept as recorded, "
+            f"{len(found) - len(new)} of the given runs among them)"
+        )
     if args.report:
         report([args.out], out_dir=args.out / "report")
     return 0
