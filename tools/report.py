@@ -1,6 +1,7 @@
 """Tabulate finished runs like the paper's tables, with the paper's numbers beside ours.
 
     python tools/report.py PATH [PATH ...] [--markdown] [--out DIR] [--plugin FILE_OR_MODULE]
+    python tools/report.py --headline results/headline.toml
 
 PATH: a compact record (results/<study>) or a folder of them, a study directory of
 tools/sweep.py (the runs its index.json lists; failed ones are named), run directories or their
@@ -11,7 +12,9 @@ turns them into tables and figures: Table 1 beside the paper's numbers with inte
 analyses' tables (Tables 2 and 3, Figure 4c, task vectors, the context grid, ...). What each
 column means: docs/REPORTS.md. `--out DIR` also writes report.md and the figures (PNG) there;
 `--plugin` loads sections (and analyses) of one's own. Unfinished runs are listed apart; runs of
-one dataset trained on builds of other content are named in a warning.
+one dataset trained on builds of other content are named in a warning. `--headline` prints the
+one table that answers "does FOCAL++ beat FOCAL, and where?" from the records a headline file
+names (components/results/headline.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from components.reporting.console import run_tool
 from components.reporting.intervals import REPS
+from components.results.headline import headline
 from components.results.report import report
 
 MAX_REPS = 1_000_000  # a bootstrap keeps reps × seeds numbers per interval
@@ -30,7 +34,7 @@ MAX_REPS = 1_000_000  # a bootstrap keeps reps × seeds numbers per interval
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("paths", nargs="+", type=Path, help="records, study or run directories")
+    p.add_argument("paths", nargs="*", type=Path, help="records, study or run directories")
     p.add_argument("--markdown", action="store_true", help="print Markdown tables")
     p.add_argument("--out", type=Path, help="also write report.md and figures (PNG) here")
     p.add_argument(
@@ -45,8 +49,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         help="a module or .py file registering report sections or analyses (repeatable)",
     )
+    p.add_argument(
+        "--headline",
+        type=Path,
+        help="print the headline of a headline file (results/headline.toml) instead",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     args = p.parse_args(argv)
+    if bool(args.paths) == bool(args.headline):
+        p.error("give the paths to report, or --headline FILE (one of them)")
     if not 100 <= args.reps <= MAX_REPS:
         p.error(
             f"--reps {args.reps}: expected 100 to {MAX_REPS:,} bootstrap replications "
@@ -56,6 +67,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def execute(args: argparse.Namespace) -> int:
+    if args.headline:
+        print(headline(args.headline).markdown())
+        return 0
     report(
         args.paths, out_dir=args.out, reps=args.reps, markdown=args.markdown, plugins=args.plugin
     )

@@ -90,10 +90,20 @@ def improvement(x, y, *, reps: int = REPS, seed: int = SEED) -> Estimate:
     over tasks, each task's runs against the other row's on the same task."""
     return _estimate(
         (_scores(x), _scores(y)),
-        lambda a, b: np.array([metrics.probability_of_improvement(a, b)]),
+        lambda a, b: np.array([probability_of_improvement(a, b)]),
         reps,
         seed,
     )
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
+    """rliable's `metrics.probability_of_improvement` (per task the Mann-Whitney U of x over y
+    ÷ (runs of x × runs of y), then the mean over tasks) counted directly on [runs, tasks]
+    arrays: the same numbers (U is a count of pairs, halves for ties, exact in floats), without
+    a SciPy call per task per bootstrap replication, which made the reports' orders slow."""
+    wins = (x[:, None, :] > y[None, :, :]).sum(axis=(0, 1))
+    ties = (x[:, None, :] == y[None, :, :]).sum(axis=(0, 1))
+    return float(np.mean((wins + 0.5 * ties) / (len(x) * len(y))))
 
 
 def verdict(p: Estimate, claimed_above: bool | None) -> str:

@@ -1,0 +1,109 @@
+"""The headline: does FOCAL++ beat FOCAL, and where? One small table from committed records.
+
+A headline file (results/headline.toml) lists the benchmarks; each names the environments, the
+record of the paper's rows (the encoder learns from its objective alone) and the record of our
+coupled rows (label `coupled`: the critic's gradient let into the encoder). Per benchmark and
+form: the seeds, P(a run of FOCAL++ beats a run of FOCAL) with its 95% interval (over several
+tasks, averaged over tasks with seeds resampled within each), and the verdict on the paper's
+claim that FOCAL++ is above. The score: Meta-World's normalised score, elsewhere the
+paper-comparable return of the final meta-test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomllib
+
+from components.reporting.intervals import improvement, verdict
+from components.reporting.readings import normalised
+from components.reporting.report_figures import comparable
+from components.reporting.tables import Table, recipe_stem
+from components.results.runs import read_runs
+from registry import FocalppError
+
+FORMS = (("paper", ""), ("coupled", "coupled"))  # (the spec's key, the runs' label)
+ROW, AGAINST = "focalpp", "focal"
+COLUMNS = (
+    "benchmark",
+    "seeds",
+    "paper's rows: P(FOCAL++ > FOCAL)",
+    "verdict",
+    "coupled rows: P(FOCAL++ > FOCAL)",
+    "verdict",
+    "FOCAL++ encoder",
+)
+KEYS = {"benchmark", "envs", "paper", "coupled", "encoder"}
+
+
+def read_spec(path: Path) -> list[dict[str, Any]]:
+    try:
+        spec = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise FocalppError(f"cannot read the headline file {path}: {e}") from e
+    rows = spec.get("benchmark")
+    if not isinstance(rows, list) or not rows:
+        raise FocalppError(f"{path} lists no [[benchmark]]: expected one table per benchmark")
+    for number, row in enumerate(rows, 1):
+        missing = {"benchmark", "envs", "paper"} - set(row)
+        unknown = set(row) - KEYS
+        if missing or unknown:
+            raise FocalppError(
+                f"{path}: benchmark {number} "
+                + (f"lacks {', '.join(sorted(missing))}" if missing else "")
+                + (f"has unknown keys {', '.join(sorted(unknown))}" if unknown else "")
+                + f"; expected the keys {', '.join(sorted(KEYS))}"
+            )
+    return rows
+
+
+def headline(path: Path) -> Table:
+    """The headline table of the benchmarks in `path`, records read from its folder."""
+    root = Path(path).parent
+    rows = []
+    for bench in read_spec(path):
+        cells: list[str] = [bench["benchmark"]]
+        seeds = "-"
+        for key, label in FORMS:
+            if not bench.get(key):
+                cells += ["-", "-"]
+                continue
+            x, y = _scores(root / bench[key], bench["envs"], label)
+            p = improvement(x, y)
+            cells += [p.format(), verdict(p, True)]
+            if key == "paper":
+                tasks = x.shape[1]
+                seeds = f"{x.shape[0]} v {y.shape[0]}" + (f" × {tasks} tasks" if tasks > 1 else "")
+        rows.append((cells[0], seeds, *cells[1:], bench.get("encoder", "-")))
+    return Table(
+        "Headline: does FOCAL++ beat FOCAL? P(a run of FOCAL++ beats a run of FOCAL)", COLUMNS, rows
+    )
+
+
+def _scores(record: Path, envs: list[str], label: str) -> tuple[np.ndarray, np.ndarray]:
+    """[runs, tasks] scores of FOCAL++ and of FOCAL in the record's runs of `label` on `envs`
+    (as many runs per task as every task has)."""
+    grouped, _ = read_runs([record])
+    found: dict[str, dict[str, list[float]]] = {ROW: {}, AGAINST: {}}
+    for (env, _, _), group in grouped.items():
+        stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
+        if env in envs and stem in found and its_label == label:
+            found[stem][env] = [_score(run) for run in group]
+    arrays = []
+    for stem in (ROW, AGAINST):
+        missing = [env for env in envs if env not in found[stem]]
+        if missing:
+            raise FocalppError(
+                f"{record} holds no {stem} runs{f' labelled {label!r}' if label else ''} on "
+                f"{', '.join(missing)}: the headline file names the wrong record"
+            )
+        runs = min(len(found[stem][env]) for env in envs)
+        arrays.append(np.array([found[stem][env][:runs] for env in envs]).T)
+    return arrays[0], arrays[1]
+
+
+def _score(run: dict) -> float:
+    score = normalised(run)
+    return comparable(run) if score is None else score
