@@ -13,7 +13,7 @@ OUTSIDE = re.compile(r"\bSPEC\b|shared/|\.\./shared")
 
 def project_files() -> list[Path]:
     """Tracked-looking text: not hidden folders (.git, virtual environments), run outputs,
-    builds, or the records under docs/results."""
+    or builds."""
     return [
         path
         for pattern in TEXT
@@ -26,7 +26,7 @@ def project_files() -> list[Path]:
 def _skipped(folder: str) -> bool:
     return (
         folder.startswith(".")
-        or folder in {"runs", "results", "build", "dist"}
+        or folder in {"runs", "build", "dist"}
         or (folder.endswith(".egg-info"))
     )
 

@@ -1,0 +1,107 @@
+"""The committed reports come back byte for byte from the committed compact records, the tables
+docs/ embeds come from registered sections, and every figure or record docs/ points at exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from tests.conftest import ROOT, cli
+
+RESULTS = ROOT / "results"
+
+# one study of each kind, small enough to report in seconds
+KINDS = {
+    "paper_blocks/failing_seeds": "Table 1 on a point robot, its figures, the training logs",
+    "metaworld/reach_wall": "Meta-World's scores and orders beside the published table",
+    "mujoco_long_lr": "dense-return MuJoCo rows, labelled variants",
+    "successors": "the context grid, the successors' table and their drop orders",
+}
+
+
+@pytest.mark.parametrize("study", sorted(KINDS))
+def test_a_committed_report_comes_back_byte_for_byte(study, tmp_path):
+    committed = RESULTS / study / "report"
+    result = cli("report", str(RESULTS / study), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "report.md").read_text() == (committed / "report.md").read_text()
+    drawn = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert drawn and drawn == sorted(p.name for p in committed.glob("*.png"))
+    # a PNG holds the version of the library that drew it: the pixels are the same only
+    # under that version, so another version compares the set of figures only
+    for name in drawn:
+        version = re.search(rb"Matplotlib version([\d.]+)", (committed / name).read_bytes())
+        if version and version.group(1).decode() == matplotlib.__version__:
+            assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
+
+
+def test_every_committed_table_title_is_short():
+    titles = [
+        line
+        for report in RESULTS.rglob("report.md")
+        for line in report.read_text().splitlines()
+        if line.startswith("### ")
+    ]
+    assert titles and max(len(t) - 4 for t in titles) <= 120
+
+
+def test_every_section_is_explained_in_the_docs():
+    import components.reporting.sections  # noqa: F401
+    from registry import names
+
+    page = (ROOT / "docs" / "REPORTS.md").read_text()
+    assert [n for n in names("report_section") if f"## `{n}`" not in page] == []
+
+
+def test_the_report_tool_only_iterates_the_sections():
+    assert len((ROOT / "tools" / "report.py").read_text().splitlines()) <= 250
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+PATH = re.compile(r"`((?:\.\./)?results/[\w./-]+)`")
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *RESULTS.rglob("*.md")]
+
+
+def test_every_figure_and_record_the_docs_point_at_exists():
+    missing = []
+    for page in _pages():
+        text = page.read_text()
+        if "docs/results" in text:
+            missing.append(f"{page.relative_to(ROOT)} names docs/results (now results/)")
+        for target in LINK.findall(text):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            if not (page.parent / target).exists():
+                missing.append(f"{page.relative_to(ROOT)} -> {target}")
+        for target in PATH.findall(text):  # a folder or file named in the text
+            if not (ROOT / target.removeprefix("../")).exists():
+                missing.append(f"{page.relative_to(ROOT)} names {target}")
+    assert missing == []
+
+
+def test_docs_hold_few_files():
+    assert len(list((ROOT / "docs").rglob("*"))) < 60
+
+
+HEADLINE = re.compile(r"<!-- headline: (.*?) -->\n(.*?)<!-- /headline -->\n", re.S)
+
+
+def test_the_headline_in_the_readme_and_the_results_page_is_the_records():
+    """Both pages open their results with the headline table, as its command writes it from
+    the committed records today."""
+    result = cli("report", "--headline", str(RESULTS / "headline.toml"))
+    assert result.returncode == 0, result.stderr
+    table = result.stdout.split("\n", 2)[2].strip() + "\n"  # without its title line
+    for page in (ROOT / "README.md", ROOT / "docs" / "RESULTS.md"):
+        (command, shown), *more = HEADLINE.findall(page.read_text())
+        assert command == "python tools/report.py --headline results/headline.toml"
+        assert shown == table, f"{page.name}'s headline is not what the records give"
+        assert not more
+    cells = [cell for line in table.splitlines()[2:] for cell in line.strip("|").split(" | ")]
+    assert max(len(cell.strip()) for cell in cells) <= 40
