@@ -86,7 +86,7 @@ class AttentionAnalysis:
         bins: histogram bins of the densities.
     """
 
-    section = "attention"  # the report section that tables it
+    section = "attention_auc"  # the report section that tables it
 
     def __init__(self, *, draws: PositiveInt = 4, bins: PositiveInt = 50):
         self.draws, self.bins = draws, bins

@@ -9,7 +9,7 @@ from components.reporting.tables import RunGroups, Section, spread, table_or_non
 from registry import register
 
 
-@register("report_section", "attention")
+@register("report_section", "attention_auc")
 class Attention:
     """How well the batch-wise weights tell rewarded transitions from unrewarded ones: the AUC,
     mean ± std over the seeds whose encoder has a gate, and the fraction of rewarded
