@@ -112,6 +112,7 @@ def _read_run_dir(run_dir: Path, name: str) -> dict[str, Any]:
     record = read_run_record(run_dir, doing="record")
     run = {**record, "run": name}
     run["eval"] = json.loads((run_dir / "eval.json").read_text())
+    check_numbers(run["eval"], run_dir / "eval.json")  # a NaN is refused here, not recorded
     analysis = run_dir / "analysis.json"
     run["analysis"] = json.loads(analysis.read_text()) if analysis.is_file() else {}
     run["metrics"] = [m for m in read_metrics(run_dir) if m.get("kind") == "eval"]
