@@ -95,7 +95,7 @@ def _edit_runs(record: Path, edit) -> None:
         (lambda rows: rows[1].pop("dataset"), r"runs.jsonl line 2 lacks column\(s\) dataset"),
         (
             lambda rows: rows.append(rows[0]),
-            r"line 9 lists run '.*control-s2' again \(first at line 1\)",
+            r"line \d+ lists run '.*control-s2' again \(first at line 1\)",
         ),
         (
             lambda rows: rows[2].update(final=float("nan")),
