@@ -1,0 +1,44 @@
+"""The README answers in a minute: short, its status cells short and plain, its Python example
+runs as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_readme_is_short():
+    lines = README.splitlines()
+    assert len(lines) <= 150
+    assert max(len(line) for line in lines) <= 300
+
+
+def test_every_status_cell_says_working_partial_or_missing_in_few_words():
+    status = README.split("## Status", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in status.splitlines() if line.startswith("| ")][1:]  # no header
+    cells = [row.strip("|").rsplit(" | ", 1)[1].strip() for row in rows]
+    assert len(cells) >= 10
+    for cell in cells:
+        assert re.match(r"(working|partial|missing)\b", cell), cell
+        assert len(cell) <= 120, cell
+
+
+def test_the_python_example_runs_as_written(tiny_data, tmp_path):
+    example = README.split("## In Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    done = subprocess.run(
+        [sys.executable, "-c", example],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "FOCALPP_DATA": str(tiny_data), "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs" / "example" / "eval.json").is_file()
+    assert "test" in done.stdout.strip().splitlines()[-1]  # the meta-test's headline
