@@ -265,7 +265,8 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
     )
     assert "| sparse_point_robot_relabeled | tiny | focal (r0.3) |" in result.stdout
     figure = tmp_path / "report" / "variance-sparsity-sparse_point_robot_relabeled-tiny.png"
-    assert matplotlib.image.imread(figure).shape[:2] == (480, 640)
+    height, width = matplotlib.image.imread(figure).shape[:2]
+    assert 400 <= height <= 540 and 560 <= width <= 720  # 640 × 480 at DPI 100, cut to its ink
 
 
 def test_report_sets_the_successors_drop_against_focals(tiny_runs):

@@ -36,8 +36,15 @@ def test_a_committed_report_comes_back_byte_for_byte(study, tmp_path):
     # versions only, so under others the set of figures is compared, not their bytes
     for name in drawn:
         assert Image.open(tmp_path / name).size == Image.open(committed / name).size, name
+        said = Image.open(tmp_path / name).info  # what the figure says (figures.words)
+        assert re.search(r"\b\d+(/\d+)* seeds?\b", said["Title"]), said["Title"]
+        assert any(m in said["Title"] + said["Axes"] for m in METRICS), said
+        assert said["Axes"].strip(" |\n"), f"{name} has no axis labels"
         if drawn_here(committed / name):
             assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
+
+
+METRICS = ("paper-comparable return", "dense return", "normalised score", "embedding variance")
 
 
 def drawn_here(path: Path) -> bool:
@@ -70,7 +77,8 @@ def test_the_report_tool_only_iterates_the_sections():
     assert len((ROOT / "tools" / "report.py").read_text().splitlines()) <= 250
 
 
-LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)|^\[[^\]]+\]:\s*([^\s#]+)", re.M)
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")
 PATH = re.compile(r"`((?:\.\./)?results/[\w./-]+)`")
 
 
@@ -84,7 +92,7 @@ def test_every_figure_and_record_the_docs_point_at_exists():
         text = page.read_text()
         if "docs/results" in text:
             missing.append(f"{page.relative_to(ROOT)} names docs/results (now results/)")
-        for target in LINK.findall(text):
+        for target in (a or b for a, b in LINK.findall(text)):
             if re.match(r"[a-z]+:", target):
                 continue  # a web address
             if not (page.parent / target).exists():
@@ -93,6 +101,16 @@ def test_every_figure_and_record_the_docs_point_at_exists():
             if not (ROOT / target.removeprefix("../")).exists():
                 missing.append(f"{page.relative_to(ROOT)} names {target}")
     assert missing == []
+
+
+def test_every_committed_figure_is_embedded_in_a_page():
+    embedded = {
+        (page.parent / target).resolve()
+        for page in _pages()
+        for target in IMAGE.findall(page.read_text())
+    }
+    figures = {p.resolve() for p in RESULTS.rglob("*.png")}
+    assert figures and sorted(str(p.relative_to(ROOT)) for p in figures - embedded) == []
 
 
 def test_docs_hold_few_files():

@@ -9,9 +9,13 @@ from registry import register
 
 @register("report_section", "figures")
 class Figures:
-    """Per (env, scale): `iqm-*.png` (each row's IQM with its interval, the split's ceiling and
-    the paper's number), `orders-*.png` (P(X beats Y) for the paper's orders) and `curves-*.png`
-    (learning curves as small multiples); see components/reporting/report_figures.py."""
+    """Per (env, scale), in the metric the verdicts read (Meta-World's normalised score, the
+    dense return where the paper reports dense returns, else the paper-comparable return):
+    `iqm-*.png` (each row's IQM with its interval, the split's ceiling, or Meta-World's floor and
+    ceiling rows, and the paper's number), `orders-*.png` (P(X beats Y) for the paper's orders on
+    a fixed [0, 1] axis, 0.5 marked) and `curves-*.png` (learning curves as small multiples,
+    marks where a run made three meta-tests or fewer). Every title names the metric and the
+    seeds; one colour is one method in every figure; see components/reporting/report_figures.py."""
 
     order = 115
 

@@ -113,7 +113,8 @@ def test_tsne_keeps_separated_clusters_apart(tmp_path):
     nearest = labels[distance.argmin(1)]
     assert (nearest == labels).mean() > 0.95
     path = scatter_by_label(task_map.points, labels, title="t", path=tmp_path / "t.png")
-    assert matplotlib.image.imread(path).shape[:2] == (480, 640)
+    height, width = matplotlib.image.imread(path).shape[:2]
+    assert 400 <= height <= 540 and 560 <= width <= 720  # 640 × 480 at DPI 100, cut to its ink
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +180,7 @@ def test_analyze_cli_on_a_real_run(tiny_run):
     for split, donors in grid["donors"].items():  # another training task's policy per task
         assert all(int(t) != d and 0 <= d < 80 for t, d in donors.items()), split
     image = matplotlib.image.imread(tiny_run / "figures" / "tsne.png")
-    assert image.shape[:2] == (480, 640) and image.std() > 0
+    assert 400 <= image.shape[0] <= 540 and 560 <= image.shape[1] <= 720 and image.std() > 0
 
 
 def test_analyze_refuses_an_unknown_analysis(tiny_run):
