@@ -3,6 +3,7 @@ docs/ embeds come from registered sections, and every figure or record docs/ poi
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -133,3 +134,58 @@ def test_the_headline_in_the_readme_and_the_results_page_is_the_records():
         assert not more
     cells = [cell for line in table.splitlines()[2:] for cell in line.strip("|").split(" | ")]
     assert max(len(cell.strip()) for cell in cells) <= 40
+
+
+def test_every_verdict_shows_a_figure_of_the_study_it_cites():
+    """docs/RESULTS.md: each row of the verdict table links the sections of the study pages
+    that hold its evidence; the page embeds a figure of a record one of those sections names
+    (a claim without records, the theorems' property tests, has none)."""
+    page = ROOT / "docs" / "RESULTS.md"
+    text = page.read_text()
+    table = text.split("## Verdicts, claim by claim", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+    targets = dict(re.findall(r"^\[([^\]]+)\]:\s*(\S+)", text, re.M))
+    images = [(page.parent / p).resolve() for p in IMAGE.findall(text)]
+    rows = [row for row in ("|" + table).splitlines()[2:] if row.startswith("|")]
+    assert len(rows) >= 10
+    for row in rows:
+        cell = row.strip("|").rsplit(" | ", 1)[1]
+        links = [targets[key] for key in re.findall(r"\]\[([^\]]+)\]", cell)]
+        links += re.findall(r"\]\(([^)]+)\)", cell)
+        cited = [(page.parent / link).resolve() for link in links if "results/" in link]
+        if not cited:
+            continue
+        shown = [i for i in images if any(_shows(section, i) for section in cited)]
+        assert shown, f"no figure of the records this row cites: {row[:90]}"
+
+
+def _shows(link: Path, image: Path) -> bool:
+    """Whether the section a link points at (page#anchor) is about the figure's record (the
+    record's own page, or a section naming the record by its path from the repository or from
+    the page's folder) and the figure's environment (`iqm-<env>-<scale>.png`)."""
+    record = image.parents[1]
+    path, _, anchor = str(link).partition("#")
+    page = Path(path)
+    text = page.read_text()
+    if anchor:
+        sections = re.split(r"^(?=#{1,6} )", text, flags=re.M)
+        found = [s for s in sections if s.startswith("#") and _slug(s.splitlines()[0]) == anchor]
+        assert found, f"{page.relative_to(ROOT)} has no section #{anchor}"
+        level = len(found[0]) - len(found[0].lstrip("#"))
+        after = sections[sections.index(found[0]) + 1 :]
+        until = next((i for i, s in enumerate(after) if len(s) - len(s.lstrip("#")) <= level), None)
+        text = "".join([found[0], *after[:until]])
+    env = image.stem.split("-")[1]
+    names = {env, env.replace("_", "-"), env.removeprefix("ml1_").replace("_", "-")}
+    if not any(name in text.lower() for name in names):
+        return False
+    from_root = str(record.relative_to(ROOT))
+    from_page = os.path.relpath(record, page.parent)
+    if from_page == ".":  # the record's own page
+        return True
+    return from_root in text or f"{from_page}/" in text or f"`{from_page}`" in text
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    words = heading.lstrip("#").strip().lower()
+    return re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", words))
