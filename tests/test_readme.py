@@ -1,5 +1,5 @@
-"""The README answers in a minute: short, its status cells short and plain, its Python example
-runs as written."""
+"""The README and the results page answer in a minute: short, their cells short and plain, the
+README's Python example runs as written."""
 
 from __future__ import annotations
 
@@ -42,3 +42,12 @@ def test_the_python_example_runs_as_written(tiny_data, tmp_path):
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "runs" / "example" / "eval.json").is_file()
     assert "test" in done.stdout.strip().splitlines()[-1]  # the meta-test's headline
+
+
+def test_the_results_page_is_an_index():
+    page = (ROOT / "docs" / "RESULTS.md").read_text()
+    assert len(page.splitlines()) <= 250
+    assert max(len(line) for line in page.splitlines()) <= 300
+    table = page.split("## Verdicts, claim by claim", 1)[1].split("\n\n|", 1)[1].split("\n\n")[0]
+    rows = [row.strip("|").split(" | ") for row in ("|" + table).splitlines()[2:]]
+    assert len(rows) >= 10 and max(len(cell.strip()) for row in rows for cell in row) <= 200
