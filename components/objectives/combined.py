@@ -32,6 +32,9 @@ class Objectives(nn.Module):
     """
 
     contract_example: ClassVar = {"parts": (FocalDML, CLUB)}  # what the probe builds
+    # components/seeds: it only gathers its parts' terms, so it batches seeds where its parts
+    # do; each part is checked on its own (CSRO's CLUB declares no seed-batched form)
+    seed_batching = True
 
     def __init__(
         self,

@@ -32,8 +32,9 @@ def first_steps(trainer, n=3):
     return [trainer.train_step() for _ in range(n)]
 
 
-RECIPES = ["focal.gin", "focalpp.gin", "reference_oracle.gin"]  # focalpp: the batch-wise and
-# sequence-wise branches, matrix MoCo and the EMA key encoder, all the FOCAL++ rows' parts
+RECIPES = ["focal.gin", "focalpp.gin", "reference_oracle.gin", "focalpp_dml.gin"]  # focalpp:
+# the batch-wise and sequence-wise branches, matrix MoCo and the EMA key encoder, all the FOCAL++
+# rows' parts; focalpp_dml: two objectives gathered by `objectives`
 
 
 COUPLED = ("focal.detach_z = False", "loop.lr_decay = 'cosine'")
