@@ -1118,7 +1118,11 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "study of an unknown env": (
         study(GOOD_STUDY.replace("sparse_point_robot", "nowhere")),
-        "unknown env 'nowhere'",
+        "unknown --env 'nowhere': no ",
+    ),
+    "study of a misspelt Meta-World environment": (
+        study(GOOD_STUDY.replace("sparse_point_robot", "ml1_hammerr")),
+        "unknown --env 'ml1_hammerr': not one of the 50 families of the group 'ml1'",
     ),
     "study with an unknown analysis": (
         study(GOOD_STUDY + 'analyses = ["embeding_variance"]\n'),

@@ -29,9 +29,9 @@ from typing import Any
 
 import tomllib
 
-from registry import FocalppError, default_recipes_dir, get, load_plugin
+from registry import FocalppError, RecipeError, default_recipes_dir, get, load_plugin
 from registry.constraints import check_seed
-from registry.recipes import columns, find_recipe
+from registry.recipes import check_group_member, column_file, find_recipe
 
 
 class StudyError(FocalppError):
@@ -197,7 +197,7 @@ class Study:
     def check(self) -> None:
         """Every plugin loads, and every recipe, environment column, scale and analysis (built
         in or from a plugin) exists, before any run."""
-        import components.evaluation.analyses  # noqa: F401  (registers them)
+        import components.evaluation.analyses
 
         for plugin in self.plugins:
             load_plugin(plugin)
@@ -205,14 +205,16 @@ class Study:
             get("analysis", name)  # raises, with suggestions
         for recipe in self.recipes:
             find_recipe(recipe, default_recipes_dir())  # raises, with suggestions
+        import components.envs  # noqa: F401  (registers the families, the groups' too)
+
         for column, values in (("envs", self.envs), ("scales", (self.scale,))):
-            known = columns(column)
-            for value in values:
-                if value not in known:
-                    raise StudyError(
-                        f"{self.source}: unknown {column[:-1]} {value!r}; one of: "
-                        f"{', '.join(known)}"
-                    )
+            for value in values:  # resolved as tools/run.py resolves --env and --scale
+                try:
+                    path = column_file(column, value, default_recipes_dir())
+                    if path.parent.name == "groups":  # `ml1_hammer` reads its group's column
+                        check_group_member(value)
+                except RecipeError as e:
+                    raise StudyError(f"{self.source}: {e}") from e
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -282,3 +282,13 @@ bindings = ["task_data.root = '{tiny_data}'"]
     assert "focal-sparse_point_robot-s0: done, recorded" in again.stdout
     assert not (tmp_path / "out2" / "runs").exists()
     assert len((records / "runs.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_study_takes_every_family_tools_run_takes(tmp_path):
+    """A Meta-World family without a column file of its own (it reads its group's) is a study's
+    env as it is tools/run.py's --env."""
+    study = tmp_path / "hammer.toml"
+    study.write_text('name = "h"\nrecipes = ["focal.gin"]\nenvs = ["ml1_hammer"]\nseeds = [0]\n')
+    r = cli("sweep", str(study), "--dry-run", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert "--env ml1_hammer" in r.stdout
