@@ -1168,6 +1168,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         report_of(edited_eval(test_return_mean=float("nan"))),
         "eval.json has test_return_mean = nan: expected a finite number",
     ),
+    "report of a run whose analysis.json holds NaN": (
+        report_of(
+            lambda run: (run / "analysis.json").write_text(
+                json.dumps({"embedding_variance": {"embedding_variance": float("nan")}})
+            )
+        ),
+        "analysis.json has embedding_variance.embedding_variance = nan: expected a number",
+    ),
     "report of a run whose eval.json holds a string": (
         report_of(edited_eval(test_return_std="wide")),
         "eval.json has test_return_std = 'wide': expected a finite number",

@@ -47,14 +47,21 @@ def analyse(
     parse_bindings(list(bindings), "--gin_param")
     check_bindings()
     figures = run_dir / "figures"
+    created = not figures.exists()
     figures.mkdir(exist_ok=True)
     path = run_dir / ANALYSIS
     results = json.loads(path.read_text()) if path.is_file() else {}
-    for name in names:
-        analysis = get("analysis", name)()
-        results[name] = analysis(trained, figures)
-        atomic_write_text(path, json.dumps(results, indent=1))
-    trained.loop.meta_test.close()
+    try:
+        for name in names:
+            analysis = get("analysis", name)()
+            results[name] = analysis(trained, figures)
+            atomic_write_text(path, json.dumps(results, indent=1))
+    except BaseException:
+        if created and not any(figures.iterdir()):  # nothing drawn: leave no empty folder
+            figures.rmdir()
+        raise
+    finally:
+        trained.loop.meta_test.close()
     return results
 
 

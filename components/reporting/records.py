@@ -115,6 +115,7 @@ def _read_run_dir(run_dir: Path, name: str) -> dict[str, Any]:
     check_numbers(run["eval"], run_dir / "eval.json")  # a NaN is refused here, not recorded
     analysis = run_dir / "analysis.json"
     run["analysis"] = json.loads(analysis.read_text()) if analysis.is_file() else {}
+    check_analysis(run["analysis"], analysis)
     run["metrics"] = [m for m in read_metrics(run_dir) if m.get("kind") == "eval"]
     return run
 
@@ -198,6 +199,7 @@ def read_records(study: Path) -> list[dict[str, Any]]:
             if key == "metrics":
                 run["metrics"].append(row)
             else:
+                check_analysis(row, f"{path} line {number}")
                 run["analysis"] = row
     if (study / LOGS).is_file() or (study / LOGS_DIGEST).is_file():
         check_logs(study)
@@ -254,6 +256,31 @@ def check_numbers(record: dict, path: Path | str) -> None:
                 "is not usable (it diverged, or the file was edited): rerun the run, or leave "
                 "it out of the report"
             )
+
+
+def check_analysis(record: dict, path: Path | str) -> None:
+    """An analysis.json holds no NaN: a measure that came out NaN (a diverged run, a degenerate
+    batch, an edit) would print as 'nan' and spoil a table's mean without a word. Infinity is
+    kept (a variance ratio of task vectors that do not differ between tasks; the sections say
+    '-')."""
+    for where, value in _leaves(record, ""):
+        if isinstance(value, float) and math.isnan(value):
+            raise FocalppError(
+                f"{path} has {where} = nan: expected a number; the analysis is not usable (the "
+                "run diverged, or the file was edited): run the analysis again, or leave the run "
+                "out of the report"
+            )
+
+
+def _leaves(value, where: str):
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _leaves(inner, f"{where}[{i}]")
+    else:
+        yield where, value
 
 
 DAMAGED = "the study's record is damaged; restore it from the repository (git checkout)"

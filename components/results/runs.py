@@ -13,7 +13,13 @@ from rich.markup import escape
 
 from components.reporting.console import err
 from components.reporting.metrics import read_metrics
-from components.reporting.records import RUNS, check_numbers, is_records, read_records
+from components.reporting.records import (
+    RUNS,
+    check_analysis,
+    check_numbers,
+    is_records,
+    read_records,
+)
 from components.reporting.run_record import read_run_record
 from components.reporting.tables import Groups, recipe_stem
 from components.sweep.runner import INDEX, read_index
@@ -58,6 +64,7 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
             check_numbers(run["eval"], run_dir / "eval.json")
             analysis = run_dir / "analysis.json"
             run["analysis"] = _record(analysis) if analysis.is_file() else {}
+            check_analysis(run["analysis"], analysis)
             run["dir"] = run_dir
             finished.append(run)
     return finished, others

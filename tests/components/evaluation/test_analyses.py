@@ -228,3 +228,22 @@ def test_analysis_from_a_plugin_file(tiny_run):
     assert r.returncode == 0, r.stderr
     results = json.loads((tiny_run / "analysis.json").read_text())
     assert results["step_count"] == {"steps_trained": 6}  # the tiny scale's last step
+
+
+def test_an_analysis_that_fails_leaves_no_figures_folder_behind(tiny_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run, ignore=shutil.ignore_patterns("figures", "analysis.json"))
+    plugin = tmp_path / "failing_analysis.py"
+    plugin.write_text(
+        "from registry import register\n\n\n"
+        "@register('analysis', 'fails_half_way')\n"
+        "class FailsHalfWay:\n"
+        "    section = None\n\n"
+        "    def __call__(self, trained, figures):\n"
+        "        raise ValueError('measured nothing')\n"
+    )
+    r = cli("analyze", str(run), "--analyses", "fails_half_way", "--plugin", str(plugin))
+    assert r.returncode != 0 and "measured nothing" in r.stderr
+    assert not (run / "figures").exists() and not (run / "analysis.json").exists()
