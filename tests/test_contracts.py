@@ -79,6 +79,14 @@ class NoLoss(nn.Module):
         return {"spread": emb.query_mean.pow(2).mean()}
 
 
+class BatchCentred(WrongShape):
+    """Subtracts the batch's mean: each transition's embedding depends on the others."""
+
+    def forward(self, context):
+        out = self.net(context)
+        return out - out.mean(1, keepdim=True)
+
+
 class Detached(nn.Module):
     def forward(self, emb):
         return {"loss_nothing": emb.query_mean.detach().pow(2).mean()}
@@ -96,6 +104,7 @@ class Detached(nn.Module):
         (Unused, "transition_encoder", r"no gradient reaches \['spare.weight', 'spare.bias'\]"),
         (Unregistered, "transition_encoder", "as a parameter or a buffer, but offset: plain"),
         (Whole, "transition_encoder", "register it as kind 'context_encoder'"),
+        (BatchCentred, "transition_encoder", "embed each transition on its own"),
         (WrongShape, "context_encoder", "a per-transition encoder is kind 'transition_encoder'"),
         (BareTensor, "objective", r"a dict of named terms .* it returned a tensor of shape \[\]"),
         (NoLoss, "objective", r"its keys are \['spread'\]: nothing would be trained"),
@@ -106,6 +115,7 @@ class Detached(nn.Module):
         "unused parameter",
         "unregistered tensor",
         "whole-context as transition",
+        "embedding that depends on the batch",
         "transition as whole-context",
         "bare tensor",
         "no loss_ term",

@@ -154,6 +154,32 @@ def probe_transition_encoder(factory, given) -> None:
     finite_on(encoder, degenerate_contexts(sizes), lambda m, x: m(x), what)
     round_trip(make, encoder, lambda m: m(_context(sizes)))
     batches_like_singles(make, _seed_inputs(sizes), _forward, what="embeddings")
+    on_its_own(encoder, sizes)
+
+
+def on_its_own(encoder, sizes: Sequence[int]) -> None:
+    """A transition's embedding depends on that transition alone (evaluation mode, so dropout
+    draws nothing): the rest of its batch, and the other tasks, change nothing of it. What
+    looks across the batch is a context encoder's gate, never a transition encoder."""
+    x = _context(sizes)
+    others = x.clone()
+    others[:, 1:] = _context(sizes, seed=1)[:, 1:]  # every transition but the first changed
+    others[1:] = _context(sizes, seed=2)[1:]  # and every other task
+    training = encoder.training
+    encoder.eval()
+    try:
+        with torch.no_grad():
+            alone, among_others = encoder(x)[0, 0], encoder(others)[0, 0]
+    finally:
+        encoder.train(training)
+    if not torch.allclose(alone, among_others, rtol=1e-4, atol=1e-5):
+        raise Broken(
+            "embed each transition on its own (the rest of the batch changes nothing of it)",
+            f"the first transition's embedding moved by {(alone - among_others).abs().max():.3g} "
+            "when the other transitions changed",
+            "pool or gate across the batch in a context encoder (kind 'context_encoder'), "
+            "not in the transition encoder",
+        )
 
 
 @contract("context_encoder", ContextEncoder)
