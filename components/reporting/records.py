@@ -38,10 +38,11 @@ LOGS, LOGS_DIGEST = "logs.tar.xz", "logs.sha256"
 
 # every line of runs.jsonl holds these; `final` and `last_three` are the paper-comparable
 # return (the final meta-test's, the mean of the last three), for a reader of the file
-COLUMNS = (
+CHOICES = (
     "run", "recipe", "algorithm", "env", "scale", "seed", "label", "bindings", "plugins",
-    "device", "dataset", "commit", "machine", "final", "last_three", "train_seconds", "eval",
+    "device", "dataset",
 )  # fmt: skip
+COLUMNS = (*CHOICES, "commit", "machine", "final", "last_three", "train_seconds", "eval")
 SCORES = ("final", "last_three", "train_seconds")
 # run.json's keys a record keeps besides COLUMNS (the rest, e.g. each binding's source, is in
 # the run directory only)
@@ -123,7 +124,7 @@ def _read_run_dir(run_dir: Path, name: str) -> dict[str, Any]:
 def _row_of(run: dict[str, Any]) -> dict[str, Any]:
     """A run as one line of runs.jsonl: COLUMNS, then the kept keys it has."""
     defaults = {"label": "", "bindings": [], "plugins": [], "dataset": None}
-    row = {k: run.get(k, defaults.get(k)) for k in COLUMNS[:11]}
+    row = {k: run.get(k, defaults.get(k)) for k in CHOICES}
     row["commit"], row["machine"] = run.get("commit"), run.get("machine")
     row["final"] = comparable(run)
     meta_tests = len(run["metrics"])

@@ -112,22 +112,22 @@ def by_env(grouped) -> dict[tuple[str, str], dict[str, list[dict]]]:
     return found
 
 
+NAMES = {  # a figure's metric, with its unit
+    "normalised_score": "normalised score (test return ÷ dataset return)",
+    "dense_return_mean": "dense return",
+    "test_return_mean": "dense return",  # a dense family's test return is its dense return
+    "paper_return_mean": "paper-comparable return (1 − d inside the goal radius)",
+}
+
+
 def metric(env: str, group: list[dict]) -> tuple[str, str]:
     """(the eval.json / meta-test key a figure plots, its name with its unit) for a group of runs:
-    the score its verdicts read."""
-    record = group[0]["eval"]
-    if record.get("normalised_score") is not None:
-        return "normalised_score", "normalised score (test return ÷ dataset return)"
-    if env in TABLE1_DENSE or "sparse_return_mean" not in record:
-        return "dense_return_mean", "dense return"
-    return "paper_return_mean", "paper-comparable return (1 − d inside the goal radius)"
-
-
-def final(run: dict, key: str) -> float | None:
-    value = run["eval"].get(key)
-    if value is None and key == "dense_return_mean":
-        value = run["eval"].get("test_return_mean")  # dense families recorded it so
-    return value
+    the score its verdicts read — Meta-World's normalised score, else `comparable`'s."""
+    if group[0]["eval"].get("normalised_score") is not None:
+        key = "normalised_score"
+    else:
+        key = comparable_key(env, group[0])
+    return key, NAMES[key]
 
 
 # one colour per method, in every panel and figure; a method's variants share it
@@ -156,7 +156,7 @@ def _finals(env: str, recipes: dict[str, list[dict]]) -> dict[str, list[float]]:
     are left out: no interval)."""
     finals = {}
     for recipe, group in recipes.items():
-        values = [final(r, metric(env, group)[0]) for r in group]
+        values = [r["eval"].get(metric(env, group)[0]) for r in group]
         if len(values) >= 2 and None not in values:
             finals[recipe] = values
     return finals
