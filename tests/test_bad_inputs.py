@@ -156,6 +156,42 @@ def wrong_shape(store: Path) -> None:
     rewrite_checksum(store, ARRAY)
 
 
+def consistent_edit(field: str, edit: Callable[[np.ndarray], np.ndarray]) -> Callable:
+    """Replace one array of the trained-on quality and make the manifest agree with it
+    (checksum, shape and dtype): only the content checks can catch what is wrong."""
+
+    def spoil(store: Path) -> None:
+        relative = ARRAY.with_name(f"{field}.npy")
+        array = edit(np.load(store / relative))
+        np.save(store / relative, array)
+        manifest_path = store / DATASET / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        entry = manifest["qualities"][relative.parts[-2]]["files"][field]
+        entry.update(shape=list(array.shape), dtype=str(array.dtype))
+        entry["sha256"] = hashlib.sha256((store / relative).read_bytes()).hexdigest()
+        manifest_path.write_text(json.dumps(manifest))
+
+    return spoil
+
+
+def edited_quality(edit: Callable[[dict], None]) -> Callable:
+    """Edit the trained-on quality's manifest entry (its arrays untouched)."""
+
+    def spoil(store: Path) -> None:
+        manifest_path = store / DATASET / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        edit(manifest["qualities"][ARRAY.parts[-2]])
+        manifest_path.write_text(json.dumps(manifest))
+
+    return spoil
+
+
+def flags_of_two(flags: np.ndarray) -> np.ndarray:
+    out = flags.astype(np.uint8)
+    out[out == 1] = 2
+    return out
+
+
 def resume(make: Callable[[World, Path], Path], *extra: str) -> Prepare:
     def prepare(world: World, case: Path):
         run_dir = make(world, case)
@@ -848,6 +884,31 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "not valid JSON",
     ),
     "dataset of an unknown quality": (binding("task_data.quality = 'superb'"), "superb"),
+    # datasets whose content breaks the schema, the manifest's word kept consistent
+    "dataset array of another dtype": (
+        spoiled_store(consistent_edit("obs", lambda x: x.astype(np.float64))),
+        "quality 'mixed': obs: float64 [",
+    ),
+    "dataset flags other than 0 and 1": (
+        spoiled_store(consistent_edit("terminated", flags_of_two)),
+        "terminated: uint8 [",
+    ),
+    "dataset counts that disagree with the manifest": (
+        spoiled_store(edited_quality(lambda q: q["per_task_counts"].__setitem__(0, 7))),
+        "the manifest's per_task_counts say [7,",
+    ),
+    "dataset manifest without an array the schema needs": (
+        spoiled_store(edited_quality(lambda q: q["files"].pop("reward"))),
+        "the manifest lists no array for reward",
+    ),
+    "dataset actions outside the family's bounds": (
+        spoiled_store(consistent_edit("action", lambda x: x * 3)),
+        "expected within [-1, 1], the family's action bounds",
+    ),
+    "dataset episodes without their ends": (
+        spoiled_store(consistent_edit("truncated", np.zeros_like)),
+        "is longer than the horizon of 20 steps",
+    ),
     "dataset tag with a path": (
         binding("task_data.tag = '../../escape'"),
         "dataset tag '../../escape' (--tag, or task_data.tag) must be a plain name",

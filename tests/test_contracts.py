@@ -11,6 +11,7 @@ from torch import nn
 import components
 from components.contracts import CONTRACTS, ContractError, check
 from components.encoders.encoded import Encoded
+from components.envs.point_robot import SparsePointRobot
 from registry import KINDS, entries
 
 components.load_builtin()
@@ -69,6 +70,13 @@ class Whole(WrongShape):
         return Encoded(e, torch.ones(e.shape[:2]), e.mean(1))
 
 
+class WiderActions(SparsePointRobot):
+    """Claims actions up to ±2 while its environment takes ±1: stored actions would be held
+    to the wrong bound."""
+
+    action_bound = 2.0
+
+
 class BareTensor(nn.Module):
     def forward(self, emb):
         return emb.query_mean.pow(2).mean()
@@ -109,6 +117,7 @@ class Detached(nn.Module):
         (BareTensor, "objective", r"a dict of named terms .* it returned a tensor of shape \[\]"),
         (NoLoss, "objective", r"its keys are \['spread'\]: nothing would be trained"),
         (Detached, "objective", "should let its loss carry a gradient"),
+        (WiderActions, "env", r"act in \[-2, 2\]\^2 \(its action_bound, act_dim\)"),
     ],
     ids=[
         "shape",
@@ -120,6 +129,7 @@ class Detached(nn.Module):
         "bare tensor",
         "no loss_ term",
         "no gradient to input",
+        "action bound not the environment's",
     ],
 )
 def test_a_broken_promise_is_named(component, kind, message):

@@ -106,6 +106,15 @@ def probe_env(factory, given) -> None:
         )
     env = family.make(tasks[test[0]])
     try:
+        bound = family.action_bound
+        space = env.action_space
+        if np.shape(space.low) != (family.act_dim,) or not (
+            np.allclose(space.low, -bound) and np.allclose(space.high, bound)
+        ):
+            raise Broken(  # stored actions are held to ±action_bound when a dataset loads
+                f"act in [-{bound:g}, {bound:g}]^{family.act_dim} (its action_bound, act_dim)",
+                f"action space {space}",
+            )
         obs, _ = env.reset(seed=0)
         if np.shape(obs) != (family.obs_dim,):
             raise Broken(f"observe [{family.obs_dim}] (its obs_dim)", f"reset: {np.shape(obs)}")

@@ -14,6 +14,7 @@ import math
 import shutil
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from components.data.behaviour import Progress
@@ -67,6 +68,9 @@ def ensure_dataset(
 def cached(path: Path, builder, family_name: str, family: EnvFamily) -> Dataset:
     dataset = load_dataset(path)  # raises for half-written or unreadable datasets
     check_manifest(dataset, family_name, family)
+    # what the quality checks need of the reader (components/data/content.py)
+    episodic = getattr(builder, "episodic", True)
+    dataset = replace(dataset, action_bound=family.action_bound, episodic=episodic)
     built_with = dataset.manifest.get("settings")
     if built_with != _jsonable(builder.settings()):
         raise DatasetError(

@@ -176,6 +176,9 @@ def _chosen(family: EnvFamily, indices: Sequence[int] | None) -> list[dict[str, 
 
 class _Protocol:
     behaviour: BehaviourSettings
+    # rows are whole episodes in order (a protocol that shuffles transitions says False: the
+    # store then does not hold its rows to the horizon; components/data/content.py)
+    episodic = True
 
     def settings(self) -> dict[str, Any]:
         return {

@@ -33,6 +33,8 @@ class Relabeled:
         goal_radius: sparse-reward radius of the relabeled data (paper: −0.5).
     """
 
+    episodic = False  # a shuffled pool: its rows are transitions, not episodes in order
+
     def __init__(
         self, *, source: Any = None, pool_size: PositiveInt = 10_000, goal_radius: float = -0.5
     ):

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from components.data.content import ContentError, check_files, check_quality
 from components.transitions import FIELDS, Transitions
 from registry import FocalppError
 
@@ -110,6 +111,9 @@ class Dataset:
     path: Path
     manifest: dict[str, Any]
     digest: str = ""  # SHA-256 of manifest.json, which holds every array's SHA-256
+    # |action| bound of the family that read it (components.data.build.cached); None: unchecked
+    action_bound: float | None = None
+    episodic: bool = True  # rows in episode order (not a relabeled pool): lengths checked
 
     @property
     def content_digest(self) -> str:
@@ -141,14 +145,17 @@ class Dataset:
                 f"{self.path} has no quality {name!r}; it has {self.qualities}. Build another "
                 "protocol or check the quality name"
             )
-        arrays = {
-            key: _load_array(self.path, entry)
-            for key, entry in self.manifest["qualities"][name]["files"].items()
-        }
+        files = self.manifest["qualities"][name].get("files", {})
+        try:
+            check_files(files)
+            arrays = {key: _load_array(self.path, files[key]) for key in (*FIELDS, "length")}
+            check_quality(arrays, self.manifest, name, self.action_bound, self.episodic)
+        except ContentError as e:
+            raise DatasetError(
+                f"{self.path}, quality {name!r}: {e}; the dataset is not what its manifest "
+                f"promises: delete it and {self.manifest.get('rebuild', 'rebuild it')}"
+            ) from e
         length = arrays.pop("length")
-        n_max = arrays["obs"].shape[1]
-        if length.max(initial=0) > n_max or length.min(initial=0) < 0:
-            raise DatasetError(f"{self.path}/{name}/length.npy: counts outside [0, {n_max}]")
         return QualityData(Transitions(**{f: arrays[f] for f in FIELDS}), length)
 
     @property

@@ -75,6 +75,9 @@ class EnvFamily(ABC):
     # by the dataset's own returns (the field's ML1 metric)
     has_success: ClassVar[bool] = False
     normalised_score: ClassVar[bool] = False
+    # every action dimension lies in [-action_bound, action_bound] (the environments' action
+    # space; stored actions are held to it when a dataset loads)
+    action_bound: ClassVar[float] = 1.0
 
     def __init__(
         self, *, seed: int = 0, goal_radius: float | Literal["default"] | None = "default"
