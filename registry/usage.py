@@ -92,19 +92,41 @@ def marked(marks: Iterable[str], selector: str, arg: str) -> bool:
     return any(m in names or m in {f"{n}.{arg}" for n in names} for m in marks)
 
 
-def check_used(later: Sequence[str] = ()) -> None:
-    """Raise RecipeError naming every binding that configures nothing (see `unused_bindings`)."""
-    found = unused_bindings(later)
+def check_used(
+    later: Sequence[str] = (),
+    *,
+    given: str | None = None,
+    read: Iterable[str] = (),
+    what: str = "this run builds, so the run would not be the one they describe; nothing was "
+    "trained",
+) -> None:
+    """Raise RecipeError naming every binding that configures nothing (see `unused_bindings`;
+    `given`, `read`: its filters); `what` ends the message's first sentence."""
+    found = unused_bindings(later, given=given, read=read)
     if not found:
         return
     raise RecipeError(
-        f"{len(found)} binding(s) configure nothing this run builds, so the run would not be "
-        "the one they describe; nothing was trained:\n  "
+        f"{len(found)} binding(s) configure nothing {what}:\n  "
         + "\n  ".join(found)
         + "\nRemove each, or bind the part it was meant for. A shared recipe file that binds "
         "defaults for parts some rows do not build declares them with a `# may go unused: "
         "name, name.argument` line (docs/ERRORS.md)"
     )
+
+
+def bindings_outside(selectors: Iterable[str], given: str) -> list[str]:
+    """One line per binding written in `given` (e.g. `--gin_param`) whose configurable is none
+    of `selectors` (complete gin names): for a tool whose command-line bindings can reach only
+    those parts (tools/analyze.py: the analyses it runs, the run being rebuilt already)."""
+    allowed = set(selectors)
+    return [
+        _shown(scope, selector, arg, value, source)
+        for (scope, selector), params in gin.config._CONFIG.items()
+        for arg, value in params.items()
+        if (source := _SOURCES.get((scope, selector, arg))) is not None
+        and source.where == given
+        and selector not in allowed
+    ]
 
 
 def check_macros() -> None:
@@ -139,15 +161,25 @@ def _macros_in(value) -> list[str]:
     return []
 
 
-def unused_bindings(later: Sequence[str] = ()) -> list[str]:
+def unused_bindings(
+    later: Sequence[str] = (), *, given: str | None = None, read: Iterable[str] = ()
+) -> list[str]:
     """One line per binding that no built part reads, with where it was written and why.
-    `later`: registered names of configurables built after this check (the run's analyses)."""
+    `later`: registered names of configurables built after this check (the run's analyses);
+    `given`: only bindings written there (`--gin_param`: a tool that composes shared files
+    but builds only some of their parts judges only its own command line); `read`:
+    `name.argument`s a tool reads with gin.query_parameter instead of building a part."""
     built = _built(later)
+    read = set(read)
     found = []
     for (scope, selector), params in gin.config._CONFIG.items():
         for arg, value in params.items():
             source = _SOURCES.get((scope, selector, arg))
             if source is not None and source.optional:
+                continue
+            if given is not None and (source is None or source.where != given):
+                continue
+            if not scope and f"{selector.rsplit('.', 1)[-1]}.{arg}" in read:
                 continue
             why = _reason(scope, selector, arg, built)
             if why is not None:

@@ -239,6 +239,21 @@ def study(text: str, *extra: str) -> Prepare:
 GOOD_STUDY = 'name = "s"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\nseeds = [0]\n'
 
 
+def study_binding_nothing(world: World, case: Path):
+    """Two runs whose study binds a part no run builds: the first is refused, the second is
+    not started (the study halts) rather than refused in its turn."""
+    path = case / "study.toml"
+    path.write_text(
+        GOOD_STUDY.replace("seeds = [0]", "seeds = [0, 1]")
+        + 'scale = "tiny"\n'
+        + f"bindings = [\"focal.data_root = '{world.store}'\", "
+        + '"sequence_attention.heads = 2"]\n'
+    )
+    out = case / "study"
+    runs = [out / "runs" / f"focal-sparse_point_robot-s{seed}" for seed in (0, 1)]
+    return "sweep", [str(path), "--out", str(out), "--workers", "1"], runs, []
+
+
 def other_study(world: World, case: Path):
     """A study directory made by a study with other bindings."""
     out = case / "study"
@@ -905,6 +920,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         spoiled_store(consistent_edit("action", lambda x: x * 3)),
         "expected within [-1, 1], the family's action bounds",
     ),
+    "collection binding a part it does not build": (
+        collect("--env", "sparse_point_robot", "--gin_param", "sequence_attention.heads = 2"),
+        "sequence_attention.heads = 2 (--gin_param): this run builds no sequence_attention",
+    ),
+    "analysis binding a part no analysis builds": (
+        analyze(copied_run, "--analyses", "task_vectors", "--gin_param", "brac.hidden = (8, 8)"),
+        "brac.hidden = (8, 8) (tools/analyze.py --gin_param): not one of the analyses run",
+    ),
     "dataset episodes without their ends": (
         spoiled_store(consistent_edit("truncated", np.zeros_like)),
         "is longer than the horizon of 20 steps",
@@ -1188,6 +1211,11 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "study with an unknown analysis": (
         study(GOOD_STUDY + 'analyses = ["embeding_variance"]\n'),
         "embeding_variance",
+    ),
+    "study binding a part no run builds": (
+        study_binding_nothing,
+        "s1 (not started: focal-sparse_point_robot-s0 was refused for bad input (exit status "
+        "2: error: 1 binding(s) configure nothing",
     ),
     "study on an unknown backend": (study(GOOD_STUDY, "--backend", "slurm"), "slurm"),
     "study directory of another study": (other_study, "other bindings"),

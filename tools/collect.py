@@ -48,6 +48,7 @@ from components.reporting.run_dir import check_name_lengths
 from registry import FocalppError, get, names
 from registry.constraints import check_seed
 from registry.recipes import compose_columns
+from registry.usage import check_used
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -86,6 +87,26 @@ def list_datasets(root: Path) -> None:
                 manifest.parent.parent.name, manifest.parent.name, "", "", "", escape(str(e))
             )
     out.print(table)
+
+
+# What this tool reads of the task_data bindings (a run's dataset), without building task_data
+READ = tuple(f"task_data.{name}" for name in ("family", "protocol", "seed", "tag", "root"))
+
+
+def check_bindings_used(family: str, protocol: str, seed: int) -> None:
+    """Every --gin_param configures the collection, as in tools/run.py: build the protocol
+    and the family (cheap), counting the behaviour learners and networks a build makes later;
+    the files composed for it (env column, scale) bind parts of runs too, so only the command
+    line is judged."""
+    get("dataset", protocol)()
+    get("env", family)(seed=seed)
+    check_used(
+        later=[*names("behaviour_learner"), *names("network")],
+        given="--gin_param",
+        read=READ,
+        what="that collecting this dataset builds, so the dataset would not be the one they "
+        "describe; nothing was built",
+    )
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -133,6 +154,7 @@ def execute(args: argparse.Namespace) -> int:
     check_tag(tag)
     root = args.out or Path(bound("root") or cache_root())
     check_name_lengths(root, "dataset store")
+    check_bindings_used(family, protocol, seed)
     place = {"root": root, "tag": tag, "scale": args.scale}
     if args.merge is not None:
         dataset = merge_shards(family, protocol, seed, args.merge, **place)

@@ -15,8 +15,9 @@ import components.evaluation.training_trend
 import components.evaluation.tsne  # noqa: F401
 from components.reporting.run_dir import ANALYSIS, atomic_write_text
 from components.reporting.run_record import load_trained
-from registry import get
+from registry import RecipeError, entries, get
 from registry.recipes import parse_bindings
+from registry.usage import bindings_outside
 from registry.validation import check_bindings
 
 NAMES = (
@@ -37,6 +38,24 @@ def check_names(names: Sequence[str]) -> None:
         get("analysis", name)
 
 
+GIVEN = "tools/analyze.py --gin_param"
+
+
+def check_reach(names: Sequence[str]) -> None:
+    """Every --gin_param configures one of the analyses run: the trained run was rebuilt from
+    its record before they were read, so a binding of any other part configures nothing."""
+    wanted = [e.gin_name for e in entries("analysis") if e.name in names]
+    found = bindings_outside(wanted, GIVEN)
+    if found:
+        raise RecipeError(
+            f"{len(found)} binding(s) configure nothing these analyses build, so the analysis "
+            "would not be the one they describe; nothing was analysed:\n  "
+            + "\n  ".join(f"{line}: not one of the analyses run" for line in found)
+            + f"\nThe run was rebuilt from its record before they were read; bindings of "
+            f"tools/analyze.py configure the analyses it runs ({', '.join(names)})"
+        )
+
+
 def analyse(
     run_dir: Path, names: Sequence[str], bindings: Sequence[str] = (), plugins: Sequence[str] = ()
 ) -> dict:
@@ -44,8 +63,9 @@ def analyse(
     their results into run_dir/analysis.json (written after each); figures go to
     run_dir/figures/. `plugins`: where the run's plugin files are now, if they moved."""
     trained = load_trained(run_dir, plugins)
-    parse_bindings(list(bindings), "--gin_param")
+    parse_bindings(list(bindings), GIVEN)  # the run's own were read as `--gin_param`
     check_bindings()
+    check_reach(names)
     figures = run_dir / "figures"
     created = not figures.exists()
     figures.mkdir(exist_ok=True)

@@ -28,6 +28,27 @@ from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec, SeedGroupS
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools"
 USER_ERROR = 2  # tools/run.py's exit status for a bad recipe, binding or dataset
+# In the study directory while a study runs, once one of its jobs was refused for bad input:
+# the reason. Jobs not yet started then start no process (the same recipe, bindings or data
+# would be refused again, one process after another); the runner removes it.
+HALT = ".halt"
+
+
+def halt(study_dir: str | Path, reason: str) -> None:
+    """Start no further job of this study (see HALT); the first reason is kept."""
+    path = Path(study_dir) / HALT
+    if not path.exists():
+        tmp = path.with_name(f"{HALT}.{os.getpid()}.tmp")
+        tmp.write_text(reason)
+        tmp.replace(path)
+
+
+def halted(job: Job) -> Outcome | None:
+    """The outcome of a job that may not start because its study halted, else None."""
+    path = Path(job.study_dir) / HALT
+    if not path.is_file():
+        return None
+    return Outcome(job.spec.name, "failed", "not started", f"not started: {path.read_text()}")
 
 
 @dataclass(frozen=True)
@@ -78,7 +99,16 @@ def execute(job: Job) -> Outcome:
             )
         # The child inherits the locked descriptor, so the lock outlives this process: a run
         # left going by a killed sweep still keeps a restarted sweep out of its directory.
-        return _execute(job, lock.fileno())
+        outcome = _execute(job, lock.fileno())
+    if outcome.status == "failed" and not outcome.retryable and outcome.how != "not started":
+        # halted before this worker takes its next job, whatever the backend
+        first = (outcome.reason.strip().splitlines() or [""])[0]
+        halt(
+            job.study_dir,
+            f"{outcome.name} was refused for bad input ({first}); fix it and run the study "
+            "again (finished runs are kept)",
+        )
+    return outcome
 
 
 def _execute(job: Job, lock_fd: int) -> Outcome:
@@ -86,12 +116,16 @@ def _execute(job: Job, lock_fd: int) -> Outcome:
     if isinstance(job.spec, SeedGroupSpec):
         return _execute_group(job, lock_fd)
     if job.spec.tool != "run":  # collect.py and analyze.py: done when they exit cleanly
+        if stopped := halted(job):
+            return stopped
         proc = _subprocess(job, job.spec.run_args(), lock_fd)
         if proc.returncode == 0:
             return Outcome(name, "done", "ran")
         return Outcome(name, "failed", "ran", _reason(proc), proc.returncode != USER_ERROR)
     if (run_dir / "eval.json").is_file():
         return Outcome(name, "done", "skipped")
+    if stopped := halted(job):
+        return stopped
     if (run_dir / CHECKPOINT).is_file():
         how, args = "resumed", ["--resume", str(run_dir)]
     else:
@@ -113,6 +147,8 @@ def _execute_group(job: Job, lock_fd: int) -> Outcome:
     todo = {seed: d for seed, d in dirs.items() if not (d / "eval.json").is_file()}
     if not todo:
         return Outcome(spec.name, "done", "skipped")
+    if stopped := halted(job):
+        return stopped
     resumable = [d for d in todo.values() if (d / CHECKPOINT).is_file()]
     fresh = [seed for seed, d in todo.items() if not (d / CHECKPOINT).is_file()]
     hows, procs = [], []

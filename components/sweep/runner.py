@@ -20,7 +20,7 @@ from components.reporting.run_dir import (
     missing_analyses,
     pending_analyses,
 )
-from components.sweep.job import Job, Outcome, run_summary
+from components.sweep.job import HALT, Job, Outcome, run_summary
 from components.sweep.study import AnalyzeSpec, SeedGroupSpec, Study, StudyError
 from registry.renames import renamed_binding
 
@@ -50,6 +50,7 @@ def run_study(
     """
     out = Path(out)
     _claim(out, study)
+    (out / HALT).unlink(missing_ok=True)  # a halt of an earlier invocation: fixed since
     before = {r["name"]: r for r in read_index(out)["runs"]} if (out / INDEX).is_file() else {}
     datasets: dict[str, Outcome] = {}
     if study.dataset_shards:
@@ -108,6 +109,7 @@ def run_study(
             attempts[spec.name] = 0
     index = _index(study, backend_name, out, final, attempts, before, datasets, analysed)
     atomic_write_text(out / INDEX, json.dumps(index, indent=1))
+    (out / HALT).unlink(missing_ok=True)
     return index
 
 
