@@ -21,6 +21,7 @@ import torch
 from components.algorithms.loop import TrainingLoop
 from components.algorithms.reference import ReferenceVectors
 from components.algorithms.sizes import Sizes
+from components.contracts.core import CHECKED
 from components.data.context import ContextLayout
 from components.data.seed_sampler import SeedSampler
 from components.data.tasks import TaskData
@@ -100,9 +101,12 @@ class ContextLearner(ABC):
         return self.agent.act(self.layout.observation(obs), z)
 
     # --- the encoder ------------------------------------------------------------------------
+    _encoder_checked = False
+
     def check_encoder(self, encoder: torch.nn.Module, factory: Callable) -> None:
         """Encode a small real context once: a recipe whose encoder cannot read this dataset's
         context fails here, naming both, not somewhere inside training."""
+        self._encoder_checked = True
         probe = self.layout.tensor(
             self.train.sample(
                 torch.arange(min(2, self.train.n_tasks)), 4, sparse=self.layout.sparse
@@ -136,8 +140,14 @@ class ContextLearner(ABC):
 
     @property
     def steps(self) -> int:
-        """The run's gradient steps (the loop's)."""
-        return self.loop.steps
+        """The run's gradient steps: `loop.steps` and the learner's `extra_steps`."""
+        return self.loop.scheduled + self.extra_steps
+
+    extra_steps = 0  # steps run before the schedule's loop.steps (MBML's teachers)
+
+    def networks_to_compile(self) -> list[torch.nn.Module]:
+        """What `loop.compile` compiles (the loop does it before the first step)."""
+        return [self.encoder, *self.agent.children()]
 
     def autocast(self):
         """The training step's numeric precision (a no-op context for fp32)."""
@@ -247,9 +257,32 @@ class ContextLearner(ABC):
         sizes = f"{type(self).__name__} T{b.meta_batch} E{b.context_batch} B{b.rl_batch}"
         return f"{sizes} {hashlib.sha256(' '.join(shapes).encode()).hexdigest()[:16]}"
 
+    # parts whose kinds promise what training relies on: each must pass its contract first
+    CHECKED_KINDS = ("context_encoder", "transition_encoder", "objective", "agent", "metric_loss")
+
+    def check_built(self) -> None:
+        """Before the first step: every registered part of `parts()` of a kind above passed
+        its contract (`check_parts` in the constructor), and the encoder read a real context
+        (`check_encoder`); else the learner names the call it skipped."""
+        fix = "before building it, as FOCAL does (docs/EXTENDING.md, A new algorithm)"
+        for role, module in (self.parts() if hasattr(self, "parts") else {}).items():
+            entry = entry_of(type(module)) if module is not None else None
+            if entry and entry.kind in self.CHECKED_KINDS and entry.name not in CHECKED:
+                raise RecipeError(
+                    f"{type(self).__name__} built its {role} (@{entry.name}, kind "
+                    f"{entry.kind!r}) without checking its contract: call check_parts(("
+                    f"factory, {entry.kind!r}, sizes)) from components.contracts {fix}"
+                )
+        if getattr(self, "encoder", None) is not None and not self._encoder_checked:
+            raise RecipeError(
+                f"{type(self).__name__} built its encoder without reading a real context "
+                f"through it: call self.check_encoder(encoder, factory) {fix}"
+            )
+
     def run(self) -> dict[str, Any]:
         """Train to the end (the loop); the final meta-test's headline numbers (for K seeds
         trained together, each seed's headline)."""
+        self.check_built()
         result, seconds = self.loop.run(self)
         if self.batched:
             headline = "; ".join(

@@ -145,10 +145,6 @@ class FocalTrainer(ContextLearner):
         if own:
             groups.append({"params": own, "lr": objective_lr or encoder_lr})
         self.encoder_opt = torch.optim.Adam(groups, lr=encoder_lr, foreach=True)
-        for opt in self.optimizers():
-            for group in opt.param_groups:
-                group.setdefault("base_lr", group["lr"])
-        loop.compile_networks(self.encoder, *self.agent.children())
         if task_vectors != "context":
             self.reference = ReferenceVectors(
                 task_vectors,

@@ -105,6 +105,9 @@ class Learner(Protocol):
     def summary(self, result: MetaTestResult, seconds: float) -> str: ...
     def size_key(self) -> str: ...  # the step's sizes, for the precision cache
 
+    # optional: `extra_steps`, steps the learner runs before the schedule's `loop.steps`
+    # (MBML's teachers); `networks_to_compile()`, what `loop.compile` compiles
+
 
 def loss_values(metrics: dict[str, torch.Tensor]) -> dict[str, float]:
     """A step's losses as numbers, one per loss, or one per seed where K seeds train together
@@ -173,6 +176,7 @@ class TrainingLoop:
             )
         self.run_context = run
         self.device = resolve_device(run.device)
+        self.scheduled = steps  # loop.steps; `steps` adds a learner's extra_steps (prepare)
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
         self.checkpoint_every, self.show_progress = checkpoint_every, progress
         self.lr_decay, self.lr_floor, self.precision = lr_decay, lr_floor, precision
@@ -189,10 +193,18 @@ class TrainingLoop:
         self._watch: FiniteWatch | None = None
         self._runs: list[RunRecord] = []
 
-    def compile_networks(self, *modules: torch.nn.Module) -> None:
-        """`torch.compile` the algorithm's networks in place, when the recipe asks for it."""
-        if self.compile:
-            for module in modules:
+    def prepare(self, learner: Learner) -> None:
+        """What the loop does for every learner before its first step, so that no algorithm
+        has to: the run's length (`loop.steps` plus the learner's `extra_steps`: a learner
+        never changes the loop it is handed), each optimiser group's base learning rate (what
+        `lr_decay` scales; a checkpoint being resumed brings its own), and `torch.compile` of
+        the networks the learner names (`networks_to_compile()`), where `compile` asks."""
+        self.steps = self.scheduled + int(getattr(learner, "extra_steps", 0))
+        for opt in learner.optimizers():
+            for group in opt.param_groups:
+                group.setdefault("base_lr", group["lr"])
+        if self.compile and hasattr(learner, "networks_to_compile"):
+            for module in learner.networks_to_compile():
                 module.compile()
 
     def evaluation_steps(self, start: int = 0) -> set[int]:
@@ -335,6 +347,7 @@ class TrainingLoop:
         eval.json and summary.md; return the final meta-test and the training time. K seeds
         trained together (components/seeds) write each of these in each seed's run directory
         and return the first seed's meta-test."""
+        self.prepare(learner)
         self._runs = runs = run_records(self.run_context, getattr(learner, "batched", False))
         self._fingerprint = config_fingerprint()
         for run in runs:

@@ -101,11 +101,7 @@ class MBMLTrainer(ContextLearner):
         self.check_encoder(self.encoder, encoder)
         self.agent = student(**dims, latent_dim=latent_dim).to(self.device)
         self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=encoder_lr, foreach=True)
-        for opt in self.optimizers():
-            for group in opt.param_groups:
-                group.setdefault("base_lr", group["lr"])
-        self.teacher_steps = teacher_steps
-        self.loop.steps += teacher_steps
+        self.teacher_steps = self.extra_steps = teacher_steps  # the loop runs them first
         self.teachers = teacher(**dims, latent_dim=0, models=k)
         self.task_models = models(
             n_tasks=k, **dims, dynamics=self.family.task_changes == "dynamics"
@@ -115,7 +111,6 @@ class MBMLTrainer(ContextLearner):
         check_parts((metric, "metric_loss", {}))
         self.metric = metric().to(self.device)
         self._every_task = torch.arange(k, device=self.device)
-        loop.compile_networks(self.encoder, *self.agent.children())
 
     # --- phase 1 -------------------------------------------------------------------------------
     def teacher_step(self) -> dict[str, torch.Tensor]:

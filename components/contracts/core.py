@@ -128,6 +128,11 @@ def parts_of(factory: Any) -> list[tuple[Callable[..., Any], str, str]]:
     return found
 
 
+# Registered names whose contract a trainer checked in this process (check_parts): a learner
+# refuses to train a registered part that skipped it (ContextLearner.check_built)
+CHECKED: set[str] = set()
+
+
 def check_parts(*parts: tuple[Callable[..., Any] | None, str, dict[str, Any]]) -> None:
     """`check` each (factory, kind, sizes) of a recipe's parts (None: a part the recipe left
     out), leaving the global random state as it was (a run's draws must not depend on it).
@@ -138,6 +143,9 @@ def check_parts(*parts: tuple[Callable[..., Any] | None, str, dict[str, Any]]) -
         for factory, kind, sizes in parts:
             if factory is not None:
                 check(factory, kind, under=under, **sizes)
+                entry = entry_of(target_of(factory))
+                if entry is not None:
+                    CHECKED.add(entry.name)
 
 
 @contextmanager
