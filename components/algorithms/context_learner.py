@@ -23,10 +23,9 @@ from components.algorithms.reference import ReferenceVectors
 from components.algorithms.sizes import Sizes
 from components.contracts.core import CHECKED
 from components.data.context import ContextLayout
-from components.data.seed_sampler import SeedSampler
 from components.data.tasks import TaskData
 from components.evaluation.meta_test import MetaTestResult
-from components.seeds import SeedStreams, drawing_from, unstack_state
+from components.seeds.batch import SeedBatch
 from components.transitions import Transitions
 from registry import RecipeError, entry_of
 
@@ -40,24 +39,16 @@ class ContextLearner(ABC):
     """
 
     reference: ReferenceVectors | None = None  # given task vectors (a reference row), if any
-    streams: SeedStreams | None = None  # seed-batched: each seed's random stream
-    seed_sampler: SeedSampler | None = None  # seed-batched: each seed's draws of the data
 
     def __init__(self, data: TaskData, loop: TrainingLoop, sizes: Sizes, context_next_obs: bool):
         self.data, self.loop, self.sizes = data, loop, sizes
         self.run_context, self.device = data.run, loop.device
         self.family, self.train = data.family, data.train
-        # seeds trained together (components/seeds): their rows folded, seed-major, into the
-        # first dimension of every tensor of a step; a single run is not batched at all
-        self.seeds = tuple(self.run_context.seeds) or (self.run_context.seed,)
-        self.batched = bool(self.run_context.seeds)
-        if self.batched and not getattr(type(self), "seed_batching", False):
-            raise RecipeError(
-                f"{type(self).__name__} cannot train several seeds in one process (--seeds): it "
-                "has no seed-batched form; run its seeds as single runs, one process each"
-            )
-        # seed-batched: attribute -> a single module that seed k's networks are loaded into
-        self.seed_views: dict[str, torch.nn.Module] = {}
+        # seeds trained together (components/seeds/batch.py): their rows folded, seed-major,
+        # into the first dimension of every tensor of a step; a single run is not batched
+        ctx = self.run_context
+        self.seed_batch = SeedBatch(tuple(ctx.seeds), ctx.seed, type(self))
+        self.seeds, self.batched = self.seed_batch.seeds, self.seed_batch.batched
         sizes.check(data)
         self.layout = ContextLayout(
             obs_dim=self.family.obs_dim,
@@ -70,7 +61,7 @@ class ContextLearner(ABC):
     # --- what a step draws ------------------------------------------------------------------
     def sample_tasks(self, count: int, *, replace: bool) -> torch.Tensor:
         """The meta-batch's task positions: [T], or [K, T] for K seeds (each its own draw)."""
-        sampler = self.seed_sampler or self.train
+        sampler = self.seed_batch.sampler or self.train
         return sampler.sample_tasks(count, replace=replace)
 
     def sample_context(self, tasks: torch.Tensor) -> Transitions:
@@ -87,14 +78,13 @@ class ContextLearner(ABC):
         return self.layout.standardised(self._draw(tasks, self.sizes.rl_batch))
 
     def _draw(self, tasks: torch.Tensor, n: int, **how) -> Transitions:
-        if self.seed_sampler is None:
+        if self.seed_batch.sampler is None:
             return self.train.sample(tasks, n, **how)
-        return self.seed_sampler.sample(tasks, n, **how).map(lambda t: t.flatten(0, 1))
+        return self.seed_batch.sampler.sample(tasks, n, **how).map(lambda t: t.flatten(0, 1))
 
     def drawing(self) -> contextlib.AbstractContextManager:
-        """Where a step's random draws come from: torch's generator for a single run, each
-        seed's own stream for seeds trained together."""
-        return drawing_from(self.streams) if self.streams else contextlib.nullcontext()
+        """Where a step's random draws come from (`SeedBatch.drawing`)."""
+        return self.seed_batch.drawing()
 
     def act(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """The agent's deterministic action for raw observations (standardised as in training)."""
@@ -174,7 +164,7 @@ class ContextLearner(ABC):
         distribution-shift analysis), default the data's `test_quality`. Of K seeds trained
         together, seed `seed_index`'s (its networks, its seed)."""
         if seed_index is not None:
-            with self.as_seed(seed_index):
+            with self.seed_batch.as_seed(self, seed_index):
                 return self.evaluate(data)
         return self.loop.meta_test(
             family=self.family,
@@ -184,7 +174,7 @@ class ContextLearner(ABC):
             encoder=self.encoder,
             act=self.act,
             device=self.device,
-            seed=self._seed,
+            seed=self.seed_batch.seed(self.run_context.seed),
             **self.data.score_references(),
             **self.given_task_vectors(),
         )
@@ -197,44 +187,11 @@ class ContextLearner(ABC):
     def generators(self) -> dict[str, torch.Generator]:
         """The random generators of its own that a checkpoint keeps (and a precision trial
         puts back): for K seeds trained together also each seed's stream and sampler."""
-        own = {"sampler": self.data.generator}
-        if self.streams is not None:
-            for k, stream in enumerate(self.streams.generators):
-                own |= {
-                    f"seed{k}.stream": stream,
-                    f"seed{k}.sampler": self.seed_generators(k)["sampler"],
-                }
-        return own
+        return {"sampler": self.data.generator, **self.seed_batch.generators()}
 
     def seed_generators(self, k: int) -> dict[str, torch.Generator]:
         """Seed k's own generators, named as a single run's (`generators`)."""
-        return {"sampler": self.seed_sampler.generators[k]}
-
-    # --- one seed of K trained together, seen as a single run ------------------------------
-    _seed_index: int | None = None
-
-    @property
-    def _seed(self) -> int:
-        """The seed of the run being evaluated (seed k while `as_seed(k)` is active)."""
-        return (
-            self.seeds[self._seed_index] if self._seed_index is not None else self.run_context.seed
-        )
-
-    @contextlib.contextmanager
-    def as_seed(self, k: int):
-        """Inside, the learner's networks are seed k's, as single modules (its meta-test and
-        summary read them as a single run's)."""
-        batched = {name: getattr(self, name) for name in self.seed_views}
-        try:
-            for name, single in self.seed_views.items():
-                single.load_state_dict(unstack_state(batched[name].state_dict(), k))
-                setattr(self, name, single)
-            self._seed_index = k
-            yield self
-        finally:
-            for name, module in batched.items():
-                setattr(self, name, module)
-            self._seed_index = None
+        return self.seed_batch.seed_generators(k)
 
     def state(self) -> dict[str, Any]:
         """A whole checkpoint as the loop writes it."""

@@ -135,10 +135,10 @@ class FocalTrainer(ContextLearner):
                 None if parts[0] is None else stack_modules(parts)
                 for parts in zip(*members, strict=True)
             )
-            self.streams = SeedStreams(streams)
-            self.seed_sampler = SeedSampler(self.train, generators)
-            # seed k's networks as single modules, for its meta-tests and analyses
-            self.seed_views = {"encoder": members[0][0], "agent": members[0][3]}
+            # each seed's stream and draws; seed k's networks as single modules, for its
+            # meta-tests and analyses
+            views = {"encoder": members[0][0], "agent": members[0][3]}
+            self.seed_batch.begin(SeedStreams(streams), SeedSampler(self.train, generators), views)
         # the objective's own networks (a CLUB estimator, a decoder) learn beside the encoder
         groups = [{"params": list(self.encoder.parameters())}]
         own = list(self.objective.parameters()) if self.objective is not None else []

@@ -129,7 +129,7 @@ def run_records(run: Any, batched: bool) -> list[RunRecord]:
 def seed_rng_state(rng: dict[str, Any], learner: Any, k: int) -> dict[str, Any]:
     """Seed k's random states in a single run's layout: its stream as torch's generator (the
     device's), its own generators (its sampler's) by name; Python's and NumPy's are shared."""
-    stream = learner.streams.generators[k]
+    stream = learner.seed_batch.streams.generators[k]
     own = {"generators": {n: g.get_state() for n, g in learner.seed_generators(k).items()}}
     if stream.device.type == "cpu":
         return {**rng, "torch": stream.get_state(), **own}
@@ -138,7 +138,7 @@ def seed_rng_state(rng: dict[str, Any], learner: Any, k: int) -> dict[str, Any]:
 
 def restore_seed_rng_state(rng: dict[str, Any], learner: Any, k: int) -> None:
     """Seed k's stream and generators from its checkpoint's random states."""
-    stream = learner.streams.generators[k]
+    stream = learner.seed_batch.streams.generators[k]
     stream.set_state(rng["torch"] if stream.device.type == "cpu" else rng["cuda"][0])
     for name, g in learner.seed_generators(k).items():
         g.set_state(rng["generators"][name])
