@@ -260,6 +260,7 @@ class TrainingLoop:
         factor = self.lr_floor + (1.0 - self.lr_floor) * decay
         for opt in optimizers:
             for group in opt.param_groups:
+                group.setdefault("base_lr", group["lr"])  # before the first step: its set rate
                 group["lr"] = group["base_lr"] * factor
 
     # --- checkpoints --------------------------------------------------------------------------

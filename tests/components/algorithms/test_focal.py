@@ -186,7 +186,7 @@ def test_non_finite_weights_stop_the_run_though_every_loss_is_finite(tiny_data, 
     trainer = build_row("focal.gin", tiny_data, tmp_path, "loop.steps = 4", "loop.eval_every = 2")
     with torch.no_grad():
         next(trainer.agent.divergence.parameters()).view(-1)[0] = float("inf")
-    trainer.loop.steps = 6
+    trainer.loop.scheduled = 6  # loop.steps, as if bound to 6
     with pytest.raises(TrainingDiverged) as stopped:
         trainer.run()
     said = str(stopped.value)
@@ -203,7 +203,7 @@ def test_checkpoint_survives_a_later_divergence(tiny_data, tmp_path):
     with torch.no_grad():  # poison the actor-critic: the next step's losses are NaN
         for p in trainer.agent.q.parameters():
             p.fill_(float("nan"))
-    trainer.loop.steps = 6
+    trainer.loop.scheduled = 6  # loop.steps, as if bound to 6
     with pytest.raises(Exception, match=r"loss_\w+ became nan in steps 5-6.*last good checkpoint"):
         trainer.run()
     # the critic's loss is the first the step computes from Q: the NaN is placed there
