@@ -349,6 +349,48 @@ class TrainingLoop:
         trained together (components/seeds) write each of these in each seed's run directory
         and return the first seed's meta-test."""
         self.prepare(learner)
+        runs = self._begin(learner)
+        eval_at = learner.evaluation_steps()
+        # an algorithm of one's own written before `parts` existed: its losses are still checked
+        parts = learner.parts() if hasattr(learner, "parts") else {}
+        # seeds trained together are checked seed by seed, from their losses (_stop_seeds)
+        self._watch = watch = FiniteWatch({} if runs[0].index is not None else parts)
+        try:
+            with _progress(self.show_progress) as bar, StopRequests() as stop:
+                task = bar.add_task("training", total=self.steps, completed=self.step)
+                while self.step < self.steps:
+                    if stop.requested:
+                        self.save(learner)
+                        raise TrainingStopped(
+                            f"{stop.requested} at step {self.step}: checkpoint written; continue "
+                            f"with: python tools/run.py --resume {self.run_context.run_dir}"
+                        )
+                    self._step(learner, watch)
+                    if self.step in eval_at:
+                        self.check_finite()
+                        results = self._evaluate_and_save(learner)
+                        bar.update(task, description=f"training · {results[0].describe()}")
+                    elif (
+                        self.checkpoint_every
+                        and self.step % self.checkpoint_every == 0
+                        and self.step < self.steps  # the last checkpoint follows the final test
+                    ):
+                        self.check_finite()
+                        self.save(learner)
+                    bar.update(task, completed=self.step)
+            results = self._evaluate_and_save(learner)
+        finally:
+            watch.close()
+            for run in runs:
+                if run.log is not None:
+                    run.log.close()
+            self.meta_test.close()
+        return self._finish(learner, results)
+
+    def _begin(self, learner: Learner) -> list[RunRecord]:
+        """Before the first step: each run's record and fingerprint, the checkpoint(s) of a
+        run being resumed, the precision (settled, printed, recorded) and each run's metrics
+        log."""
         self._runs = runs = run_records(self.run_context, getattr(learner, "batched", False))
         self._fingerprint = config_fingerprint()
         for run in runs:
@@ -375,56 +417,31 @@ class TrainingLoop:
             resume = self._resume_log if run.index is None else run.resume_log
             run.log = MetricsLog(run.run_dir, resume=resume)
         self._log = runs[0].log
-        eval_at = learner.evaluation_steps()
-        results = None
-        # an algorithm of one's own written before `parts` existed: its losses are still checked
-        parts = learner.parts() if hasattr(learner, "parts") else {}
-        # seeds trained together are checked seed by seed, from their losses (_stop_seeds)
-        self._watch = watch = FiniteWatch({} if runs[0].index is not None else parts)
-        try:
-            with _progress(self.show_progress) as bar, StopRequests() as stop:
-                task = bar.add_task("training", total=self.steps, completed=self.step)
-                while self.step < self.steps:
-                    if stop.requested:
-                        self.save(learner)
-                        raise TrainingStopped(
-                            f"{stop.requested} at step {self.step}: checkpoint written; continue "
-                            f"with: python tools/run.py --resume {self.run_context.run_dir}"
-                        )
-                    self.set_learning_rates(learner.optimizers())
-                    watch.begin(self.step + 1)
-                    with self.autocast():
-                        metrics = learner.train_step()
-                    watch.end(metrics)
-                    self.step += 1
-                    for k, v in metrics.items():  # on the device: no sync until logging
-                        self._sums[k] = self._sums.get(k, 0.0) + v
-                    if self.step % self.log_every == 0 or self.step == self.steps:
-                        self.check_finite()
-                        n = self.step % self.log_every or self.log_every
-                        for run in self._training():
-                            means = {k: float(run.value(v)) / n for k, v in self._sums.items()}
-                            run.log.write(self.step, "train", means)
-                        self._sums = {}
-                    if self.step in eval_at:
-                        self.check_finite()
-                        results = self._evaluate_and_save(learner)
-                        bar.update(task, description=f"training · {results[0].describe()}")
-                    elif (
-                        self.checkpoint_every
-                        and self.step % self.checkpoint_every == 0
-                        and self.step < self.steps  # the last checkpoint follows the final test
-                    ):
-                        self.check_finite()
-                        self.save(learner)
-                    bar.update(task, completed=self.step)
-            results = self._evaluate_and_save(learner)
-        finally:
-            watch.close()
-            for run in runs:
-                if run.log is not None:
-                    run.log.close()
-            self.meta_test.close()
+        return runs
+
+    def _step(self, learner: Learner, watch: FiniteWatch) -> None:
+        """One gradient step at this step's learning rates and precision, its losses summed
+        on the device, and every `log_every` steps (and the last) checked and logged."""
+        self.set_learning_rates(learner.optimizers())
+        watch.begin(self.step + 1)
+        with self.autocast():
+            metrics = learner.train_step()
+        watch.end(metrics)
+        self.step += 1
+        for k, v in metrics.items():  # on the device: no sync until logging
+            self._sums[k] = self._sums.get(k, 0.0) + v
+        if self.step % self.log_every == 0 or self.step == self.steps:
+            self.check_finite()
+            n = self.step % self.log_every or self.log_every
+            for run in self._training():
+                means = {k: float(run.value(v)) / n for k, v in self._sums.items()}
+                run.log.write(self.step, "train", means)
+            self._sums = {}
+
+    def _finish(
+        self, learner: Learner, results: list[MetaTestResult]
+    ) -> tuple[MetaTestResult, float]:
+        """Each training run's eval.json and summary.md from its final meta-test."""
         seconds = self.seconds()
         self.finished, self.final_results = self._training(), results  # each run's last test
         for run, result in zip(self._training(), results, strict=True):
