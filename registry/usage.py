@@ -99,10 +99,11 @@ def check_used(
     read: Iterable[str] = (),
     what: str = "this run builds, so the run would not be the one they describe; nothing was "
     "trained",
+    builder: str = "this run",
 ) -> None:
     """Raise RecipeError naming every binding that configures nothing (see `unused_bindings`;
     `given`, `read`: its filters); `what` ends the message's first sentence."""
-    found = unused_bindings(later, given=given, read=read)
+    found = unused_bindings(later, given=given, read=read, builder=builder)
     if not found:
         return
     raise RecipeError(
@@ -162,13 +163,18 @@ def _macros_in(value) -> list[str]:
 
 
 def unused_bindings(
-    later: Sequence[str] = (), *, given: str | None = None, read: Iterable[str] = ()
+    later: Sequence[str] = (),
+    *,
+    given: str | None = None,
+    read: Iterable[str] = (),
+    builder: str = "this run",
 ) -> list[str]:
     """One line per binding that no built part reads, with where it was written and why.
     `later`: registered names of configurables built after this check (the run's analyses);
     `given`: only bindings written there (`--gin_param`: a tool that composes shared files
     but builds only some of their parts judges only its own command line); `read`:
-    `name.argument`s a tool reads with gin.query_parameter instead of building a part."""
+    `name.argument`s a tool reads with gin.query_parameter instead of building a part;
+    `builder`: what builds the parts, as the reasons name it."""
     built = _built(later)
     read = set(read)
     found = []
@@ -181,7 +187,7 @@ def unused_bindings(
                 continue
             if not scope and f"{selector.rsplit('.', 1)[-1]}.{arg}" in read:
                 continue
-            why = _reason(scope, selector, arg, built)
+            why = _reason(scope, selector, arg, built, builder)
             if why is not None:
                 found.append(f"{_shown(scope, selector, arg, value, source)}: {why}")
     return found
@@ -205,14 +211,14 @@ def _built(later: Sequence[str]) -> dict[str, list[tuple[str, dict]]]:
     return built
 
 
-def _reason(scope: str, selector: str, arg: str, built: dict) -> str | None:
+def _reason(scope: str, selector: str, arg: str, built: dict, builder: str) -> str | None:
     """None if some call reads the binding, else why none does."""
     short = selector.rsplit(".", 1)[-1]
     if selector == MACRO:
         return None if scope in {s for s, _ in built.get(MACRO, [])} else _unused_macro(scope)
     calls = built.get(selector, [])
     if not calls:
-        return _never_built(selector, built)
+        return _never_built(selector, built, builder)
     reached = [(s, v) for s, v in calls if _prefixes(scope, s)]
     if not reached:
         return f"{short} is built {_where(calls)}, never in scope {scope!r}"
@@ -229,7 +235,7 @@ def _unused_macro(name: str) -> str:
     return f"no binding that a built part reads refers to %{name}"
 
 
-def _never_built(selector: str, built: dict) -> str:
+def _never_built(selector: str, built: dict, builder: str = "this run") -> str:
     short, kind = selector.rsplit(".", 1)[-1], _kind_of(selector)
     if kind == "analysis":
         return (
@@ -238,7 +244,7 @@ def _never_built(selector: str, built: dict) -> str:
         )
     same = sorted(f"@{s.rsplit('.', 1)[-1]}" for s in built if kind and _kind_of(s) == kind)
     chosen = f" (its {kind}: {', '.join(same)})" if same else ""
-    return f"this run builds no {short}{chosen}"
+    return f"{builder} builds no {short}{chosen}"
 
 
 def _kind_of(selector: str) -> str | None:

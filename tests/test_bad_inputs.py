@@ -922,7 +922,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "collection binding a part it does not build": (
         collect("--env", "sparse_point_robot", "--gin_param", "sequence_attention.heads = 2"),
-        "sequence_attention.heads = 2 (--gin_param): this run builds no sequence_attention",
+        "sequence_attention.heads = 2 (--gin_param): this collection builds no sequence_attention",
     ),
     "analysis binding a part no analysis builds": (
         analyze(copied_run, "--analyses", "task_vectors", "--gin_param", "brac.hidden = (8, 8)"),

@@ -106,6 +106,7 @@ def check_bindings_used(family: str, protocol: str, seed: int) -> None:
         read=READ,
         what="that collecting this dataset builds, so the dataset would not be the one they "
         "describe; nothing was built",
+        builder="this collection",
     )
 
 
