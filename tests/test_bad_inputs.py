@@ -300,6 +300,24 @@ def existing_out(world: World, case: Path):
     return "run", run_args(world, out), [], [out]
 
 
+def algorithm_needing_an_argument(world: World, case: Path):
+    """A plugin algorithm whose constructor requires an argument nothing binds."""
+    plugin = case / "wide_algorithm.py"
+    plugin.write_text(
+        "from registry import register\n\n\n"
+        "@register('algorithm', 'needs_width')\n"
+        "class NeedsWidth:\n"
+        "    def __init__(self, *, data, loop, width):\n"
+        "        self.width = width\n\n"
+        "    def run(self):\n"
+        "        return {}\n"
+    )
+    recipe = case / "wide.gin"
+    recipe.write_text(world.recipe.read_text() + "experiment.algorithm = @needs_width\n")
+    args = ["--recipe", str(recipe), "--plugin", str(plugin), "--scale", "tiny"]
+    return "run", [*args, "--out", str(case / "run")], [case / "run"], []
+
+
 def syntax_error_plugin(world: World, case: Path):
     plugin = case / "broken_plugin.py"
     plugin.write_text("def oops(:\n")
@@ -1211,6 +1229,11 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "study with an unknown analysis": (
         study(GOOD_STUDY + 'analyses = ["embeding_variance"]\n'),
         "embeding_variance",
+    ),
+    "algorithm requiring an argument nothing binds": (
+        algorithm_needing_an_argument,
+        "its constructor requires 'width', which the framework does not pass (it passes data, "
+        "loop)",
     ),
     "study binding a part no run builds": (
         study_binding_nothing,

@@ -395,6 +395,7 @@ def train(
         seed_dirs=tuple(run_dirs) if grouped else (),
     )
     try:
+        check(exp.algorithm, "algorithm", parts=False)  # its constructor, before a build
         algorithm = build_algorithm(exp, context)
         if grouped and not getattr(algorithm, "batched", False):
             raise FocalppError(

@@ -64,19 +64,21 @@ def check(
     *,
     name: str | None = None,
     under: str = "",
+    parts: bool = True,
     **sizes: Any,
 ) -> None:
     """Probe `factory` against its kind's contract (its registered kind unless `kind` is given);
     `sizes` override the probe's tiny sizes (a trainer passes the run's own). The registered
     parts it is built from (its bound or default arguments, e.g. a context encoder's transition
     encoder) are probed first, so a broken part is named, not the whole. Raises ContractError
-    naming the component, the kind, the promise and the fix."""
+    naming the component, the kind, the promise and the fix. `parts=False` probes `factory`
+    alone (its parts are probed where they are built, with the sizes they are built at)."""
     entry = entry_of(target_of(factory))
     kind = kind or (entry.kind if entry else None)
     name = name or (f"@{entry.name}" if entry else getattr(factory, "__name__", repr(factory)))
     if kind not in CONTRACTS:
         raise ContractError(f"{name}: no contract for kind {kind!r}")
-    for part, part_kind, part_name in parts_of(factory):
+    for part, part_kind, part_name in parts_of(factory) if parts else ():
         check(part, part_kind, name=part_name, under=under, **sizes)
     if under:
         name = f"{name} ({under})"

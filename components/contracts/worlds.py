@@ -18,6 +18,8 @@ import torch
 
 from components.contracts.core import (
     Broken,
+    _bound_arguments,
+    _required_supplied,
     build,
     contract,
     has_methods,
@@ -187,11 +189,12 @@ def probe_algorithm(factory, given) -> None:
         params = set(inspect.signature(target_of(factory)).parameters)
     except (TypeError, ValueError):
         return
+    promise = "be built as cls(data=, loop=) or cls(run=) (the experiment hands what it names)"
     if not params & {"run", "data", "loop"}:
-        raise Broken(
-            "be built as cls(data=, loop=) or cls(run=) (the experiment hands what it names)",
-            f"its constructor takes {sorted(params) or 'nothing'}",
-        )
+        raise Broken(promise, f"its constructor takes {sorted(params) or 'nothing'}")
+    handed = sorted(params & {"run", "data", "loop"})
+    # every other argument has a default or a binding: else gin fails with a traceback at build
+    _required_supplied(factory, promise, {*handed, *_bound_arguments(factory)}, handed)
     has_methods(factory, ("run",), "offer run() -> metrics")
 
 
