@@ -196,13 +196,11 @@ class TrainingLoop:
     def prepare(self, learner: Learner) -> None:
         """What the loop does for every learner before its first step, so that no algorithm
         has to: the run's length (`loop.steps` plus the learner's `extra_steps`: a learner
-        never changes the loop it is handed), each optimiser group's base learning rate (what
-        `lr_decay` scales; a checkpoint being resumed brings its own), and `torch.compile` of
-        the networks the learner names (`networks_to_compile()`), where `compile` asks."""
+        never changes the loop it is handed) and `torch.compile` of the networks the learner
+        names (`networks_to_compile()`), where `compile` asks. Each optimiser group's base
+        learning rate is recorded where the loop first sets a rate (`set_learning_rates`; a
+        resumed checkpoint brings its own)."""
         self.steps = self.scheduled + int(getattr(learner, "extra_steps", 0))
-        for opt in learner.optimizers():
-            for group in opt.param_groups:
-                group.setdefault("base_lr", group["lr"])
         if self.compile and hasattr(learner, "networks_to_compile"):
             for module in learner.networks_to_compile():
                 module.compile()
