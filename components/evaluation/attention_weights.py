@@ -49,10 +49,16 @@ def weights_auc(weights: np.ndarray, rewarded: np.ndarray) -> float | None:
     rewarded = np.asarray(rewarded, dtype=bool)
     if rewarded.all() or not rewarded.any():
         return None
-    # imported when used: sklearn costs every tool ~2 s of start-up
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(rewarded, weights))
+    # the area under the ROC curve as the Mann-Whitney U (ties count half), scikit-learn's
+    # roc_auc_score's number without its 2 s import at the start of every analysing run
+    _, position, counts = np.unique(
+        np.asarray(weights, dtype=np.float64), return_inverse=True, return_counts=True
+    )
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[position.reshape(-1)]  # mean rank of ties
+    positives = int(rewarded.sum())
+    negatives = rewarded.size - positives
+    u = ranks[rewarded.reshape(-1)].sum() - positives * (positives + 1) / 2.0
+    return float(u / (positives * negatives))
 
 
 @torch.no_grad()

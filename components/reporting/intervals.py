@@ -21,8 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from rliable import library as rly
-from rliable import metrics
 
 REPS = 2000  # bootstrap replications: 2k keeps a report to seconds; rliable's default is 50k
 CONFIDENCE = 0.95
@@ -52,6 +50,10 @@ def _scores(values) -> np.ndarray:
 
 
 def _estimate(scores, func, reps: int, seed: int) -> Estimate:
+    # imported here: rliable brings arch, SciPy and matplotlib (2 s), which a run that only
+    # registers the report sections (its analyses' contract) never needs
+    from rliable import library as rly
+
     # rliable's stratified resampling draws from NumPy's global generator whatever
     # random_state it is given: seed that one for the call and put its state back after.
     saved = np.random.get_state()
@@ -76,11 +78,15 @@ def _estimate(scores, func, reps: int, seed: int) -> Estimate:
 def iqm(values: Sequence[float], *, reps: int = REPS, seed: int = SEED) -> Estimate:
     """Interquartile mean over seeds (the mean of the middle half; with fewer than 4 seeds no
     seed is trimmed) and its 95% stratified-bootstrap interval."""
+    from rliable import metrics
+
     return _estimate(_scores(values), lambda s: np.array([metrics.aggregate_iqm(s)]), reps, seed)
 
 
 def mean(values, *, reps: int = REPS, seed: int = SEED) -> Estimate:
     """The mean over runs (and tasks, for a [runs, tasks] array) and its 95% interval."""
+    from rliable import metrics
+
     return _estimate(_scores(values), lambda s: np.array([metrics.aggregate_mean(s)]), reps, seed)
 
 

@@ -6,9 +6,45 @@ import re
 
 import numpy as np
 
-from components.reporting.report_figures import last_meta_tests
+from components.reporting.paper import TABLE1_DENSE
 
 OOD_SOURCE = "other_policy"  # the context grid's out-of-distribution cell
+
+
+def comparable(run: dict) -> float | None:
+    """The return the paper's Table 1 number for this run's column is compared with: the
+    paper-comparable sparse return on the point robots (eval.json's `paper_return_mean`), the
+    dense return where the paper reported dense returns (MuJoCo), the test return otherwise;
+    None for a sparse run recorded before paper-comparable returns existed."""
+    record = run["eval"]
+    if run["env"] in TABLE1_DENSE:
+        return record.get("dense_return_mean")
+    if "sparse_return_mean" not in record:
+        return record["test_return_mean"]
+    return record.get("paper_return_mean")
+
+
+def comparable_key(env: str, run: dict) -> str:
+    """The metrics.jsonl key of `comparable` at each meta-test."""
+    if env in TABLE1_DENSE:
+        return "dense_return_mean"
+    return "paper_return_mean" if "sparse_return_mean" in run["eval"] else "test_return_mean"
+
+
+def last_meta_tests(run: dict, count: int = 3, key: str | None = None) -> float | None:
+    """The mean of the run's last `count` meta-tests' `key` (default: the paper-comparable
+    return; fewer if it recorded fewer): a reading less exposed than the final one to the swing
+    between meta-tests. Needs the run's metrics log (`run["metrics"]`)."""
+    key = key or comparable_key(run["env"], run)
+    values = [r[key] for r in run.get("metrics", []) if r.get("kind") == "eval" and key in r]
+    return float(np.mean(values[-count:])) if values else None
+
+
+def ceiling_of(group: list[dict], formula: str) -> float | None:
+    """The test split's ceiling under `formula` ('paper', 'sparse', 'dense'), if every run of
+    the group recorded the same one."""
+    found = [r["eval"].get("ceiling", {}).get(formula) for r in group]
+    return found[0] if found and None not in found and len(set(found)) == 1 else None
 
 
 def variance(run: dict) -> float | None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from components.reporting.metrics import jsonl, read_metrics
-from components.reporting.report_figures import comparable, last_meta_tests
+from components.reporting.readings import comparable, last_meta_tests
 from components.reporting.run_dir import atomic_write_bytes, atomic_write_text
 from components.reporting.run_record import read_run_record
 from registry import FocalppError

@@ -18,8 +18,7 @@ import numpy as np
 import tomllib
 
 from components.reporting.intervals import improvement, verdict
-from components.reporting.readings import normalised
-from components.reporting.report_figures import comparable
+from components.reporting.readings import comparable, normalised
 from components.reporting.tables import Table, recipe_stem
 from components.results.runs import read_runs
 from registry import FocalppError

@@ -58,6 +58,9 @@ class Job:
     spec: RunSpec | SeedGroupSpec | CollectSpec | AnalyzeSpec
     study_dir: str
     threads: int = 1
+    # where the study was started: a job's relative paths (a binding's `task_data.root =
+    # 'store'`) mean what they mean in the user's shell
+    cwd: str = ""
 
     @property
     def run_dir(self) -> Path:
@@ -193,7 +196,7 @@ def _subprocess(job: Job, args: list[str], lock_fd: int) -> subprocess.Completed
             stderr=subprocess.PIPE,
             text=True,
             env=env,
-            cwd=ROOT,
+            cwd=job.cwd or ROOT,
             pass_fds=(lock_fd,),
         )
         log.write(proc.stderr)

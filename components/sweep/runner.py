@@ -48,7 +48,8 @@ def run_study(
     (jobs on the backend, like runs) and merged; the runs then find it in the store. Runs of an
     environment whose dataset could not be built are not started and are reported failed.
     """
-    out = Path(out)
+    out = Path(out).absolute()  # a job runs in `cwd`, which need not be the tool's own
+    cwd = str(Path.cwd())
     _claim(out, study)
     (out / HALT).unlink(missing_ok=True)  # a halt of an earlier invocation: fixed since
     before = {r["name"]: r for r in read_index(out)["runs"]} if (out / INDEX).is_file() else {}
@@ -56,7 +57,7 @@ def run_study(
     if study.dataset_shards:
         for stage in (0, 1):  # all shards of all envs, then the merges
             jobs = [
-                Job(spec, str(out), study.threads_per_run)
+                Job(spec, str(out), study.threads_per_run, cwd)
                 for env in study.envs
                 for spec in (
                     study.dataset_jobs(env)[0] if stage == 0 else [study.dataset_jobs(env)[1]]
@@ -72,7 +73,7 @@ def run_study(
         if name.startswith(f"dataset-{env}-") and outcome.status != "done"
     }
     jobs = [
-        Job(spec, str(out), study.threads_per_run)
+        Job(spec, str(out), study.threads_per_run, cwd)
         for spec in study.jobs()
         if _env(spec) not in unbuilt and not _names(spec) <= recorded
     ]
@@ -94,6 +95,7 @@ def run_study(
             AnalyzeSpec(f"analyze-{name}", str(out / "runs" / name), names, study.plugins),
             str(out),
             study.threads_per_run,
+            str(Path.cwd()),
         )
         for name, names in todo.items()
         if names

@@ -212,17 +212,19 @@ def test_report_tables_from_analyses_and_figures(tiny_runs, tmp_path):
         assert min(image.shape[:2]) > 100 and image.std() > 0
 
 
-def test_variance_sparsity_study_end_to_end(tmp_path):
+def test_variance_sparsity_study_end_to_end(tmp_path, monkeypatch):
+    """Started from the study's own directory with relative paths, as a user types them: the
+    runs (processes of their own) find the store and write where the study looks."""
     import matplotlib.image
 
-    store = tmp_path / "store"
+    monkeypatch.chdir(tmp_path)
+    store = "store"
     variants = "".join(
         f'"r{r}" = ["relabeled.goal_radius = -{r}", "sparse_point_robot.goal_radius = -{r}", '
         f"\"task_data.tag = 'tiny{r}'\"]\n"
         for r in ("0.3", "1.0")
     )
-    study = tmp_path / "study.toml"
-    study.write_text(
+    Path("study.toml").write_text(
         'name = "vs"\nrecipes = ["focal.gin", "focalpp_batchwise.gin"]\n'
         'envs = ["sparse_point_robot_relabeled"]\nseeds = [0]\nscale = "tiny"\n'
         'analyses = ["embedding_variance"]\n'
@@ -232,7 +234,7 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
         f"[variants]\n{variants}"
     )
     out = tmp_path / "study"
-    swept = cli("sweep", str(study), "--out", str(out))
+    swept = cli("sweep", "study.toml", "--out", "study")
     assert swept.returncode == 0, swept.stderr
     index = json.loads((out / "index.json").read_text())
     assert [r["analyses"] for r in index["runs"]] == ["done"] * 4
@@ -241,7 +243,7 @@ def test_variance_sparsity_study_end_to_end(tmp_path):
     # a run whose process was stopped while its own analyses ran: the study, run again,
     # finishes them (task_vectors is the run's alone, not the study's)
     (runs[0] / "analysis.json").unlink()
-    again = cli("sweep", str(study), "--out", str(out))
+    again = cli("sweep", "study.toml", "--out", "study")
     assert again.returncode == 0, again.stderr
     assert set(json.loads((runs[0] / "analysis.json").read_text())) == {
         "embedding_variance",

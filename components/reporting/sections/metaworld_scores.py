@@ -9,8 +9,7 @@ import numpy as np
 
 from components.reporting import metaworld
 from components.reporting.intervals import improvement, mean, verdict
-from components.reporting.readings import normalised
-from components.reporting.report_figures import last_meta_tests
+from components.reporting.readings import last_meta_tests, normalised
 from components.reporting.tables import (
     RunGroups,
     Section,

@@ -11,6 +11,7 @@ from components.reporting.paper import (
 )
 from components.reporting.readings import (
     OOD_SOURCE,
+    comparable,
     dense_return,
     goal_radius,
     grid_cells,
@@ -22,7 +23,6 @@ from components.reporting.readings import (
     variance,
     variance_ratio,
 )
-from components.reporting.report_figures import comparable
 from components.reporting.successors import (
     NOTHING_TO_LOSE,
     SUCCESSORS,

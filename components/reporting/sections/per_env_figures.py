@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from components.reporting.report_figures import report_figures
 from components.reporting.tables import RunGroups, Section
 from registry import register
 
@@ -22,5 +21,8 @@ class Figures:
     def __call__(self, runs: RunGroups) -> Section | None:
         if runs.out is None:
             return None
+        # matplotlib and rliable's plots (1 s) load only when a report draws
+        from components.reporting.report_figures import report_figures
+
         drawn = report_figures(runs.groups, runs.out, runs.reps)
         return Section(figures=drawn) if drawn else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from components.reporting.paper import TABLE1, TABLE1_DENSE
-from components.reporting.report_figures import ceiling_of, comparable, last_meta_tests
+from components.reporting.readings import ceiling_of, comparable, last_meta_tests
 from components.reporting.tables import (
     RunGroups,
     Section,

@@ -6,8 +6,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from components.reporting import figures
-from components.reporting.report_figures import comparable
+from components.reporting.readings import comparable
 from components.reporting.tables import RunGroups, Section, Table, recipe_stem, spread
 from registry import register
 
@@ -64,6 +63,8 @@ class VarianceSparsity:
                 series[stem] = sorted(levels)
             rows += _crossings(env, scale, series)
             if runs.out is not None and len(series) >= 1:
+                from components.reporting import figures  # matplotlib only when drawing
+
                 pictures.append(
                     figures.curves(
                         {k: np.array([p[0] for p in v]) for k, v in series.items()},

@@ -81,6 +81,15 @@ def test_auc_known_values():
     assert weights_auc(np.ones(4), np.ones(4, bool)) is None  # one class only
 
 
+def test_auc_is_scikit_learns_with_ties():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    weights = rng.integers(0, 6, size=300) / 5.0  # many ties
+    rewarded = rng.random(300) < 0.2 + 0.1 * weights
+    assert weights_auc(weights, rewarded) == pytest.approx(roc_auc_score(rewarded, weights))
+
+
 def test_densities_integrate_to_one():
     rng = np.random.default_rng(0)
     result = AttentionWeights(rng.gamma(2.0, size=1000), rng.random(1000) < 0.3)

@@ -68,3 +68,24 @@ def test_variance_ratio_is_scale_free_and_known():
     assert scaled.within == pytest.approx(49.0) and scaled.ratio == pytest.approx(0.04)
     fixed = variance_ratio(np.zeros((2, 3, 4)))  # z = 0 for every task: no ratio to give
     assert (fixed.within, fixed.between, fixed.ratio) == (0.0, 0.0, None)
+
+
+@pytest.mark.parametrize("parameters", [1, 3])
+def test_decoding_error_is_scikit_learns_scaled_ridge(parameters):
+    """The closed form is StandardScaler + Ridge, a constant dimension of z included."""
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(parameters)
+    z_train, z_test = rng.normal(size=(60, 6)) * 3.0 + 1.0, rng.normal(size=(25, 6))
+    z_train[:, 2] = z_test[:, 2] = 0.7  # a dimension the encoder never moves
+    w = rng.normal(size=(6, parameters))
+    y_train = z_train @ w + rng.normal(scale=0.3, size=(60, parameters))
+    y_test = z_test @ w
+    for alpha in (1e-3, 10.0):
+        model = make_pipeline(StandardScaler(), Ridge(alpha=alpha)).fit(z_train, y_train)
+        expected = np.abs(model.predict(z_test).reshape(y_test.shape) - y_test).mean()
+        assert decoding_error(z_train, y_train, z_test, y_test, alpha=alpha) == pytest.approx(
+            expected, rel=1e-9
+        )
