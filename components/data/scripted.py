@@ -42,6 +42,7 @@ from registry.constraints import Count, PositiveFloat, PositiveFloats, PositiveI
 
 TIERS = ("expert", "medium", "random")
 UNIFORM = -1.0  # the noise "level" of uniform random actions
+PART_STEPS = 60_000  # the most simulator steps of one worker's job: about a minute
 
 
 # Meta-World's experts remark on their own gains at every step; the clipping it warns of is ours
@@ -71,7 +72,7 @@ class ScriptedCollector:
         from components.envs.ml1 import ML1Env
 
         self.family, self.steps = family, steps
-        self.env = ML1Env(env_name=family.env_name, task=0, task_seed=family.seed)
+        self.env = ML1Env(task=0, **family.gym_kwargs())
         self.policy = scripted_policy(family.env_name)
 
     def episode(self, task: int, noise: float, rng: np.random.Generator) -> dict[str, Any]:
@@ -157,13 +158,17 @@ class ScriptedAgent:
         return torch.as_tensor(np.clip(actions, -1.0, 1.0), dtype=torch.float32)
 
 
-def _collect_part(env_name: str, task_seed: int, steps: int, work, episodes: int) -> Episodes:
-    """One worker's share: one quality of some tasks (run in a subprocess)."""
+def _collect_part(family_kwargs: dict, steps: int, work, episodes: int) -> Episodes:
+    """One worker's share: one quality of some tasks (run in a subprocess); `family_kwargs`:
+    the family's `gym_kwargs()`, which rebuild it."""
     import components.envs  # noqa: F401 (registers the families in the fresh process)
-    from components.envs.ml1 import ml1_family_class
+    from components.envs.ml1 import ml1_family
 
     _, part, seeds, noise = work
-    collector = ScriptedCollector(ml1_family_class(env_name)(seed=task_seed), steps)
+    family = ml1_family(
+        family_kwargs["env_name"], family_kwargs["task_seed"], family_kwargs.get("split")
+    )
+    collector = ScriptedCollector(family, steps)
     try:
         return collector.collect(part, noise, episodes, seeds, lambda n: None)
     finally:
@@ -194,6 +199,8 @@ class ScriptedRollouts:
             smoke tests (the tiny scale), whose data mean nothing.
         workers: processes that collect tasks side by side (0: one per core, at most 8); the
             data do not depend on it.
+        tiers: the qualities collected (all three, and `mixed` of them, by default; the
+            published recipe, `recipes/envs/groups/ml1pub.gin`, collects the expert alone).
     """
 
     def __init__(
@@ -205,7 +212,15 @@ class ScriptedRollouts:
         calibration_tasks: PositiveInt = 10,
         episode_steps: Count = 0,
         workers: Count = 0,
+        tiers: Sequence[str] = TIERS,
     ):
+        tiers = (tiers,) if isinstance(tiers, str) else tuple(tiers)
+        if not tiers or not set(tiers) <= set(TIERS) or len(set(tiers)) != len(tiers):
+            raise DatasetError(
+                f"scripted.tiers = {list(tiers)!r}: expected distinct qualities of "
+                f"{list(TIERS)} (at least one)"
+            )
+        self.tiers = tuple(t for t in TIERS if t in tiers)
         self.episodes, self.expert_noise = episodes, float(expert_noise)
         self.noise_grid = tuple(float(s) for s in noise_grid)
         self.calibration_tasks, self.episode_steps = calibration_tasks, episode_steps
@@ -219,6 +234,9 @@ class ScriptedRollouts:
             "noise_grid": list(self.noise_grid),
             "calibration_tasks": self.calibration_tasks,
             "episode_steps": self.episode_steps,
+            # recorded where it is not every tier, so datasets built before it existed still
+            # read as built with these settings
+            **({"tiers": list(self.tiers)} if self.tiers != TIERS else {}),
         }
 
     def build(
@@ -239,9 +257,10 @@ class ScriptedRollouts:
             )
         steps = self.episode_steps or family.horizon
         chosen = list(range(len(family.all_tasks()))) if tasks is None else list(tasks)
-        train = family.split_indices()[0][: self.calibration_tasks]
+        calibrate = "medium" in self.tiers
+        train = family.split_indices()[0][: self.calibration_tasks] if calibrate else []
         total = steps * (
-            len(train) * (2 + len(self.noise_grid)) + len(chosen) * len(TIERS) * self.episodes
+            len(train) * (2 + len(self.noise_grid)) + len(chosen) * len(self.tiers) * self.episodes
         )
         done = [0]
 
@@ -252,9 +271,12 @@ class ScriptedRollouts:
 
         collector = ScriptedCollector(family, steps)
         try:
-            medium, calibration = self._calibrate(collector, train, seed, tick)
+            medium, calibration = (
+                self._calibrate(collector, train, seed, tick) if calibrate else (None, {})
+            )
             noise = {"expert": self.expert_noise, "medium": medium, "random": UNIFORM}
-            jobs = [(tier, [seed, i], noise[tier]) for i, tier in enumerate(TIERS)]
+            # each tier keeps its place in TIERS in the generator seeds, whichever are built
+            jobs = [(t, [seed, i], noise[t]) for i, t in enumerate(TIERS) if t in self.tiers]
             collected = self._collect(collector, chosen, jobs, tick)
         finally:
             collector.close()
@@ -274,6 +296,8 @@ class ScriptedRollouts:
                 }
                 for i in range(len(chosen))
             ]
+        if self.tiers != TIERS:  # `mixed` is the three together
+            return Collected(qualities, sources, self.settings())
         qualities["mixed"] = pack(
             [(e.transitions, np.ones(e.transitions.reward.shape, bool)) for e in collected.values()]
         )
@@ -291,8 +315,15 @@ class ScriptedRollouts:
     def _collect(self, collector, tasks, jobs, tick) -> dict[str, Episodes]:
         """Every quality of `tasks`, the tasks split into contiguous parts over the workers
         (each task's episodes have their own generators, so the split changes nothing); one
-        worker collects in `collector` itself."""
-        parts = [list(p) for p in np.array_split(np.asarray(tasks), self.workers) if len(p)]
+        worker collects in `collector` itself. A part is at most `PART_STEPS` simulator steps,
+        so that progress is reported every minute or so of a long build."""
+        steps_per_task = collector.steps * self.episodes
+        count = (
+            self.workers
+            if self.workers == 1
+            else max(self.workers, -(-len(tasks) * steps_per_task // PART_STEPS))
+        )
+        parts = [list(p) for p in np.array_split(np.asarray(tasks), count) if len(p)]
         work = [(tier, part, seeds, noise) for tier, seeds, noise in jobs for part in parts]
         family, steps, episodes = collector.family, collector.steps, self.episodes
 
@@ -307,9 +338,9 @@ class ScriptedRollouts:
             ]
         else:
             context = multiprocessing.get_context("spawn")  # no forked torch or MuJoCo state
-            with ProcessPoolExecutor(len(parts), mp_context=context) as pool:
+            with ProcessPoolExecutor(min(self.workers, len(parts)), mp_context=context) as pool:
                 futures = [
-                    pool.submit(_collect_part, family.env_name, family.seed, steps, w, episodes)
+                    pool.submit(_collect_part, family.gym_kwargs(), steps, w, episodes)
                     for w in work
                 ]
                 results = [done(w[1], f.result()) for w, f in zip(work, futures, strict=True)]

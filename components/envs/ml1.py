@@ -198,25 +198,102 @@ class ML1Family(EnvFamily):
         return {"metaworld": installed_version()}
 
 
-ML1_FAMILIES: dict[str, type[ML1Family]] = {}
-for _name in ML1_NAMES:
-    _cls = type(
-        "ML1_" + family_name(_name).removeprefix("ml1_").title().replace("_", ""),
-        (ML1Family,),
-        {
-            "env_name": _name,
-            "__doc__": f"Meta-World ML1 `{_name}`: 50 train / 50 test goals.",
-            "__module__": __name__,
-        },
-    )
-    ML1_FAMILIES[_name] = register("env", family_name(_name))(_cls)
+class ML1PublishedFamily(ML1Family):
+    """One Meta-World environment as the offline meta-RL studies that publish per-task FOCAL and
+    FOCAL++ scores set it up (`ml1pub_<name>`): the 50 variations of one ML1 draw (ML1's
+    training variations at `seed`, in ML1's order), the first `train_variations` for training
+    and the last `test_variations` for testing (their code: `tasks[:n_train]`,
+    `tasks[-n_eval:]`); goal hidden, 500-step episodes, dense reward and success as in ML1.
+
+    Args:
+        seed: the ML1 seed (which 50 variations exist).
+        goal_radius: must stay None (see ML1Family).
+        train_variations, test_variations: the split (40 / 10 as published); together at most
+            the draw's 50, so that no variation is both.
+    """
+
+    variations: ClassVar[int] = 50
+    n_train, n_test = 40, 10
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        goal_radius: float | Literal["default"] | None = "default",
+        train_variations: int = 40,
+        test_variations: int = 10,
+    ):
+        name = published_family_name(self.env_name)
+        for value, what in ((train_variations, "train"), (test_variations, "test")):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise FocalppError(
+                    f"{name}.{what}_variations = {value!r}: expected a whole number ≥ 1"
+                )
+        if train_variations + test_variations > self.variations:
+            raise FocalppError(
+                f"{name}: {train_variations} train + {test_variations} test variations = "
+                f"{train_variations + test_variations}, but one ML1 draw has "
+                f"{self.variations}: a variation cannot be both (published: 40 + 10)"
+            )
+        super().__init__(seed=seed, goal_radius=goal_radius)
+        self.n_train, self.n_test = train_variations, test_variations
+
+    def sample_tasks(self, rng: np.random.Generator) -> list[Task]:
+        drawn, _ = ml1_tasks(self.env_name, self.seed)
+        chosen = (*drawn[: self.n_train], *drawn[len(drawn) - self.n_test :])
+        return [{"rand_vec": list(v)} for v in chosen]
+
+    def gym_kwargs(self) -> dict[str, Any]:
+        return {**super().gym_kwargs(), "split": (self.n_train, self.n_test)}
 
 
-def ml1_family_class(env_name: str) -> type[ML1Family]:
+def published_family_name(env_name: str) -> str:
+    """`push-v3` -> `ml1pub_push`."""
+    return family_name(env_name).replace("ml1_", "ml1pub_", 1)
+
+
+def _family_classes(
+    base: type[ML1Family], name_of, prefix: str, doc: str
+) -> dict[str, type[ML1Family]]:
+    classes = {}
+    for env_name in ML1_NAMES:
+        registered = name_of(env_name)
+        cls = type(
+            prefix + registered.split("_", 1)[1].title().replace("_", ""),
+            (base,),
+            {"env_name": env_name, "__doc__": doc.format(env_name), "__module__": __name__},
+        )
+        classes[env_name] = register("env", registered)(cls)
+    return classes
+
+
+ML1_FAMILIES = _family_classes(
+    ML1Family, family_name, "ML1_", "Meta-World ML1 `{}`: 50 train / 50 test goals."
+)
+ML1_PUBLISHED_FAMILIES = _family_classes(
+    ML1PublishedFamily,
+    published_family_name,
+    "ML1Pub_",
+    "Meta-World ML1 `{}` as published: 40 train / 10 test of one draw's 50 variations.",
+)
+
+
+def ml1_family_class(env_name: str, published: bool = False) -> type[ML1Family]:
     if env_name not in ML1_FAMILIES:
         known = ", ".join(family_name(n) for n in ML1_NAMES)
         raise FocalppError(f"unknown Meta-World ML1 environment {env_name!r}; available: {known}")
-    return ML1_FAMILIES[env_name]
+    return (ML1_PUBLISHED_FAMILIES if published else ML1_FAMILIES)[env_name]
+
+
+def ml1_family(env_name: str, seed: int, split: Sequence[int] | None = None) -> ML1Family:
+    """The family a gymnasium environment or a collection worker rebuilds: ML1's own split, or
+    the published one with `split` = (train, test) variations."""
+    if split is None:
+        return ml1_family_class(env_name)(seed=seed)
+    train, test = split
+    return ml1_family_class(env_name, published=True)(
+        seed=seed, train_variations=train, test_variations=test
+    )
 
 
 # --- the simulator ---------------------------------------------------------------------------
@@ -304,7 +381,9 @@ class ML1Env(TaskEnvMixin, gymnasium.Env):
 
     `info` carries `task`, `dense_reward`, `sparse_reward` (equal: the family is dense) and
     `success` (Meta-World's flag, a bool). `goal()` gives the task's goal position, hidden from
-    the observation, for behaviour policies that are told it (the scripted experts).
+    the observation, for behaviour policies that are told it (the scripted experts). `split`
+    (train, test): the published family's variations (`ML1PublishedFamily`), which a task
+    given by its index refers to; None: ML1's own.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 80}
@@ -317,14 +396,24 @@ class ML1Env(TaskEnvMixin, gymnasium.Env):
         task_seed: int = 0,
         goal_radius: float | Literal["default"] | None = "default",
         render_mode: str | None = None,
+        split: Sequence[int] | None = None,
     ):
-        self.family_cls = ml1_family_class(env_name)
+        self.family_cls = ml1_family_class(env_name, published=split is not None)
+        self.split = None if split is None else tuple(split)
         self.env_name = env_name
         self.sim = simulator(env_name, render_mode)
         self.render_mode = render_mode
         self.observation_space = spaces.Box(-np.inf, np.inf, (ML1Family.obs_dim,), np.float64)
         self.action_space = spaces.Box(-1.0, 1.0, (ML1Family.act_dim,), np.float32)
         self._init_family(task, task_seed, goal_radius)
+
+    def _init_family(self, task, task_seed, goal_radius) -> None:
+        if self.split is None:
+            return super()._init_family(task, task_seed, goal_radius)
+        if goal_radius not in ("default", None):
+            raise ValueError(f"goal_radius = {goal_radius}: Meta-World's reward is dense")
+        self.family = ml1_family(self.env_name, task_seed, self.split)
+        self.set_task(task)
 
     def _apply_task(self) -> None:
         set_simulator_task(self.sim, self.env_name, self.task["rand_vec"])
