@@ -30,9 +30,11 @@ import json
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import gin
+import numpy as np
 import torch
 from rich.markup import escape
 from rich.progress import (
@@ -67,7 +69,7 @@ from components.reporting.checkpoint import (
     save_checkpoint,
 )
 from components.reporting.console import err, out
-from components.reporting.metrics import MetricsLog
+from components.reporting.metrics import MetricsLog, read_metrics
 from components.reporting.run_dir import atomic_write_text
 from components.reporting.run_record import add_to_run_record
 from components.runtime import resolve_device
@@ -123,6 +125,22 @@ def loss_values(metrics: dict[str, torch.Tensor]) -> dict[str, float]:
     return values
 
 
+SCORED = ("test_return_mean", "dense_return_mean", "paper_return_mean", "normalised_score",
+          "success_rate")  # fmt: skip
+
+
+def last_meta_tests(run_dir: Path, count: int) -> dict[str, Any]:
+    """The mean of each score over the run's last `count` meta-tests (its metrics log, which a
+    resumed run has kept whole), with the steps they were made at."""
+    evals = [r for r in read_metrics(run_dir) if r.get("kind") == "eval"][-count:]
+    if len(evals) < count:
+        raise FocalppError(
+            f"{run_dir}: loop.score_over = {count}, but its log holds {len(evals)} meta-tests"
+        )
+    means = {k: float(np.mean([r[k] for r in evals])) for k in SCORED if k in evals[-1]}
+    return {"count": count, "steps": [r["step"] for r in evals], **means}
+
+
 @register("loop", "loop")
 class TrainingLoop:
     """The schedule of one run and its driver: steps, meta-tests, checkpoints, precision.
@@ -147,6 +165,10 @@ class TrainingLoop:
         compile: `torch.compile` the networks the algorithm names (in place: checkpoint keys
             do not change).
         progress: show a progress bar.
+        score_over: the meta-tests whose mean eval.json also reports (`last_meta_tests`: the
+            last `score_over` of them, as the published Meta-World scores average the last
+            20); 1: the final meta-test alone. More than the run makes is refused before
+            training, never shortened.
     """
 
     def __init__(
@@ -163,6 +185,7 @@ class TrainingLoop:
         precision: str = "auto",
         compile: bool = False,
         progress: bool = True,
+        score_over: PositiveInt = 1,
     ):
         check_arguments("loop", TrainingLoop.__init__, locals())
         if lr_decay not in LR_DECAYS:
@@ -180,7 +203,7 @@ class TrainingLoop:
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
         self.checkpoint_every, self.show_progress = checkpoint_every, progress
         self.lr_decay, self.lr_floor, self.precision = lr_decay, lr_floor, precision
-        self.compile = compile
+        self.compile, self.score_over = compile, score_over
         self.meta_test = meta_test()
         self.step = 0
         self.choice: PrecisionChoice | None = None  # run() settles 'auto'
@@ -201,6 +224,13 @@ class TrainingLoop:
         learning rate is recorded where the loop first sets a rate (`set_learning_rates`; a
         resumed checkpoint brings its own)."""
         self.steps = self.scheduled + int(getattr(learner, "extra_steps", 0))
+        meta_tests = len(learner.evaluation_steps()) + 1  # and the final one
+        if self.score_over > meta_tests:
+            raise RecipeError(
+                f"loop.score_over = {self.score_over}: this run makes {meta_tests} meta-tests "
+                f"(loop.steps = {self.scheduled}, loop.eval_every = {self.eval_every}); "
+                "lower it, or meta-test more often"
+            )
         if self.compile and hasattr(learner, "networks_to_compile"):
             for module in learner.networks_to_compile():
                 module.compile()
@@ -444,6 +474,8 @@ class TrainingLoop:
         self.finished, self.final_results = self._training(), results  # each run's last test
         for run, result in zip(self._training(), results, strict=True):
             record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
+            if self.score_over > 1:
+                record["last_meta_tests"] = last_meta_tests(run.run_dir, self.score_over)
             atomic_write_text(run.run_dir / "eval.json", json.dumps(record, indent=1))
             summary = learner.summary(result, seconds, *([] if run.index is None else [run.index]))
             atomic_write_text(run.run_dir / "summary.md", summary)

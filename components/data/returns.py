@@ -1,7 +1,9 @@
 """Dataset returns, and the score Meta-World papers report: a test return over them.
 
 Normalised score of a test task = its meta-test return ÷ the mean return of the complete
-episodes of that task's offline data, of the quality trained on. It reads 1 where the learned
+episodes of that task's offline data, of the quality trained on (or, for a family whose
+`score_reference` is "dataset", as the published Meta-World scores are computed: ÷ the mean
+return of all the dataset's episodes, every task's). It reads 1 where the learned
 policy matches its data and above 1 where it does better; averaged over the test tasks. Only
 families that ask for it have it (`EnvFamily.normalised_score`): a ratio of returns means
 something only where returns are positive.
@@ -16,9 +18,9 @@ import numpy as np
 from components.data.store import DatasetError, QualityData
 
 
-def dataset_returns(data: QualityData, tasks: Sequence[int]) -> np.ndarray:
+def dataset_returns(data: QualityData, tasks: Sequence[int], pooled: bool = False):
     """Mean return of the complete episodes (ending in termination or truncation) of each of
-    `tasks`' data, [len(tasks)]."""
+    `tasks`' data, [len(tasks)]; `pooled`: of all their episodes together, a float."""
     t = data.transitions
     rows = np.asarray(list(tasks), dtype=np.int64)
     reward = np.asarray(t.reward[rows], dtype=np.float64)  # [N, M]
@@ -33,6 +35,8 @@ def dataset_returns(data: QualityData, tasks: Sequence[int]) -> np.ndarray:
         )
     last = ends.shape[1] - 1 - np.argmax(ends[:, ::-1], axis=1)  # each task's last episode end
     complete = np.arange(reward.shape[1])[None, :] <= last[:, None]
+    if pooled:
+        return float((reward * complete).sum() / episodes.sum())
     return (reward * complete).sum(1) / episodes
 
 

@@ -125,12 +125,16 @@ class TaskData:
     def score_references(self) -> dict[str, Any]:
         """What the meta-test needs besides returns to score this family: on families scored
         by normalised score (Meta-World), `dataset_returns` — each test task's mean episode
-        return in the data of the quality trained on."""
+        return in the data of the quality trained on, or where the family scores against the
+        whole dataset (`score_reference = "dataset"`), the mean return of all its episodes."""
         if not self.family.normalised_score:
             return {}
         if self._dataset_returns is None:  # every meta-test asks; the data do not change
             trained_on = self.dataset.quality(self.quality)
             self._dataset_returns = dataset_returns(trained_on, self.test_tasks)
+            if self.family.score_reference == "dataset":  # every episode of every task
+                every = dataset_returns(trained_on, range(len(self.family.all_tasks())), True)
+                self._dataset_returns = np.full(len(self.test_tasks), every)
         return {"dataset_returns": self._dataset_returns}
 
     def describe(self) -> str:

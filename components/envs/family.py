@@ -75,6 +75,9 @@ class EnvFamily(ABC):
     # by the dataset's own returns (the field's ML1 metric)
     has_success: ClassVar[bool] = False
     normalised_score: ClassVar[bool] = False
+    # ÷ each test task's own data ("task"), or ÷ every episode of the dataset ("dataset": the
+    # published Meta-World score, components.data.returns)
+    score_reference: ClassVar[str] = "task"
     # every action dimension lies in [-action_bound, action_bound] (the environments' action
     # space; stored actions are held to it when a dataset loads)
     action_bound: ClassVar[float] = 1.0

@@ -204,6 +204,7 @@ class ML1PublishedFamily(ML1Family):
     training variations at `seed`, in ML1's order), the first `train_variations` for training
     and the last `test_variations` for testing (their code: `tasks[:n_train]`,
     `tasks[-n_eval:]`); goal hidden, 500-step episodes, dense reward and success as in ML1.
+    The normalised score divides by the mean return of all the dataset's episodes, as theirs.
 
     Args:
         seed: the ML1 seed (which 50 variations exist).
@@ -214,6 +215,7 @@ class ML1PublishedFamily(ML1Family):
 
     variations: ClassVar[int] = 50
     n_train, n_test = 40, 10
+    score_reference = "dataset"  # their score: ÷ the mean return of every dataset episode
 
     def __init__(
         self,

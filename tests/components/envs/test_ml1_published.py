@@ -149,3 +149,36 @@ def test_the_data_do_not_depend_on_the_workers_or_parts(monkeypatch, built):
         assert np.array_equal(
             getattr(alone.transitions, field), np.asarray(getattr(stored, field))[tasks]
         )
+
+
+def test_a_run_scores_against_every_dataset_episode_over_its_last_meta_tests(tmp_path, built):
+    """The published score: each meta-test's test return ÷ the mean return of all the
+    dataset's episodes (every variation's), and eval.json's mean of the last meta-tests."""
+    from components.data.returns import dataset_returns
+    from components.reporting.metrics import read_metrics
+    from tests.conftest import run_row
+
+    store, dataset = built
+    run_row("focal.gin", "ml1pub_push", store, tmp_path / "run", bindings=("loop.score_over = 2",))
+    evaluation = json.loads((tmp_path / "run" / "eval.json").read_text())
+    pooled = dataset_returns(dataset.quality("expert"), range(50), pooled=True)
+    references = list(evaluation["per_task_dataset_return"].values())
+    assert references == pytest.approx([pooled] * len(references))
+    assert evaluation["normalised_score"] == pytest.approx(evaluation["test_return_mean"] / pooled)
+    evals = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"]
+    last = evaluation["last_meta_tests"]
+    assert last["count"] == 2 and last["steps"] == [r["step"] for r in evals[-2:]]
+    for key in ("normalised_score", "success_rate", "test_return_mean"):
+        assert last[key] == pytest.approx(np.mean([r[key] for r in evals[-2:]]))
+
+
+def test_scoring_over_more_meta_tests_than_a_run_makes_is_refused(tmp_path, built):
+    store, _ = built
+    r = cli(
+        "run", "--recipe", "focal.gin", "--env", "ml1pub_push", "--scale", "tiny",
+        "--gin_param", f"task_data.root = '{store}'", "--gin_param", "loop.score_over = 3",
+        "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "loop.score_over = 3: this run makes 2 meta-tests" in r.stderr
+    assert not (tmp_path / "run").exists()
