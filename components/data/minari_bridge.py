@@ -58,13 +58,13 @@ def export_quality(
     """Write one Minari dataset per task of `quality`; return their ids."""
     minari, EpisodeBuffer = _minari()
     data = dataset.quality(quality)
-    family = get("env", dataset.manifest["family"])
-    env_id = family.gym_id
-    spec_env = gymnasium.make(env_id)
+    family = get("env", dataset.manifest["family"])(seed=dataset.manifest["seed"])
     ids = []
     tasks = range(len(data.length)) if tasks is None else tasks
     train = set(dataset.split_indices("train"))
     for k in tasks:
+        # the task's own environment: a Minari user's `recover_environment()` rebuilds it
+        spec_env = gymnasium.make(family.gym_id, task=int(k), **family.gym_kwargs())
         t = data.transitions.map(lambda x, k=k: x[k])
         buffers = []
         for part in episodes_of(t, int(data.length[k])):
@@ -86,7 +86,7 @@ def export_quality(
                 name,
                 buffers,
                 env=spec_env.spec,
-                algorithm_name=f"focalpp behaviour SAC ({dataset.manifest['protocol']})",
+                algorithm_name=f"focalpp {dataset.manifest['protocol']} protocol",
                 author="focalpp",
                 description=f"focalpp {dataset.manifest['family']} task {k}, quality {quality}",
                 data_format="hdf5",
@@ -108,7 +108,7 @@ def export_quality(
             }
         )
         ids.append(name)
-    spec_env.close()
+        spec_env.close()
     return ids
 
 

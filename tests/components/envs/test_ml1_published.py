@@ -182,3 +182,28 @@ def test_scoring_over_more_meta_tests_than_a_run_makes_is_refused(tmp_path, buil
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "loop.score_over = 3: this run makes 2 meta-tests" in r.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_the_published_data_go_to_minari_and_come_back_bit_for_bit(built, tmp_path, monkeypatch):
+    """docs/DATASETS.md's ids: `focalpp/ml1pub_<name>/task-<k>-expert-v0`, one per variation."""
+    minari = pytest.importorskip("minari")  # the optional extra; CI installs it
+    from components.data.minari_bridge import export_quality, import_datasets
+    from components.transitions import FIELDS
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    _, dataset = built
+    ids = export_quality(dataset, "expert", "focalpp/ml1pub_push", tasks=[0, 49])
+    assert ids == ["focalpp/ml1pub_push/task-0-expert-v0", "focalpp/ml1pub_push/task-49-expert-v0"]
+    loaded = minari.load_dataset(ids[1])
+    assert loaded.total_episodes == 2 and loaded.total_steps == 20  # the tiny scale's episodes
+    quality, meta = import_datasets(ids)
+    original = dataset.quality("expert")
+    for field in FIELDS:
+        np.testing.assert_array_equal(
+            getattr(quality.transitions, field), getattr(original.transitions, field)[[0, 49]]
+        )
+    assert (meta[0]["split"], meta[1]["split"]) == ("train", "test")
+    assert meta[1]["task"] == dataset.tasks[49]
+    env = loaded.recover_environment()  # the variation's own environment, goal hidden
+    assert env.unwrapped.task == dataset.tasks[49] and env.unwrapped.family.n_test == 10
+    env.close()
