@@ -84,8 +84,11 @@ def last_three(run: dict) -> float | None:
 
 
 def normalised(run: dict) -> float | None:
-    """A Meta-World run's normalised score (None elsewhere)."""
-    return run["eval"].get("normalised_score")
+    """A Meta-World run's normalised score (None elsewhere): the mean over its last meta-tests
+    where it was scored so (`loop.score_over`, the published Meta-World score), else its
+    final meta-test's."""
+    last = run["eval"].get("last_meta_tests", {})
+    return last.get("normalised_score", run["eval"].get("normalised_score"))
 
 
 def shift_return(cell: dict) -> float:

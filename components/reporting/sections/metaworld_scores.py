@@ -78,7 +78,7 @@ class MetaWorld:
         rows = []
         for (env, scale), recipes in sorted(by_env.items()):
             floor, ceiling = recipes.get(metaworld.FLOOR), recipes.get(metaworld.CEILING)
-            kind = "hidden goal" if env in metaworld.HIDDEN_GOAL else "visible"
+            kind = "hidden goal" if metaworld.hidden_goal(env) else "visible"
             for recipe, group in recipes.items():
                 scores = [normalised(r) for r in group]
                 last = [last_meta_tests(r, key="normalised_score") for r in group]
@@ -104,7 +104,7 @@ class MetaWorld:
     def orders(self, runs: RunGroups) -> Table | None:
         scores: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(dict)
         for (env, scale, _), group in runs.items():
-            if env in metaworld.PUBLISHED and normalised(group[0]) is not None:
+            if metaworld.task_of(env) in metaworld.PUBLISHED and normalised(group[0]) is not None:
                 label = group[0].get("label") or ""  # a study's variant: compared within it
                 scores[(scale, label, recipe_stem(group[0]))][env] = [normalised(r) for r in group]
         rows = []

@@ -207,3 +207,16 @@ def test_the_published_data_go_to_minari_and_come_back_bit_for_bit(built, tmp_pa
     env = loaded.recover_environment()  # the variation's own environment, goal hidden
     assert env.unwrapped.task == dataset.tasks[49] and env.unwrapped.family.n_test == 10
     env.close()
+
+
+def test_reports_read_the_published_score_beside_the_published_numbers():
+    from components.reporting import metaworld
+    from components.reporting.readings import normalised
+
+    assert metaworld.published("ml1pub_push", "focalpp") == metaworld.published(
+        "ml1_push", "focalpp"
+    )
+    assert metaworld.hidden_goal("ml1pub_reach_wall") and not metaworld.hidden_goal("ml1pub_sweep")
+    run = {"eval": {"normalised_score": 0.5, "last_meta_tests": {"normalised_score": 0.7}}}
+    assert normalised(run) == 0.7  # the mean of the last meta-tests, where the run made it
+    assert normalised({"eval": {"normalised_score": 0.5}}) == 0.5
