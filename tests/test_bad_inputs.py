@@ -1187,6 +1187,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "nope",
     ),
     "collect: unknown env": (collect("--env", "nowhere"), "nowhere"),
+    "collect: a published Meta-World split beyond the draw's 50 variations": (
+        collect("--env", "ml1pub_push", "--gin_param", "ml1pub_push.test_variations = 45"),
+        "40 train + 45 test variations = 85, but one ML1 draw has 50",
+    ),
+    "a score over more meta-tests than the run makes": (
+        binding("loop.score_over = 5"),
+        "loop.score_over = 5: this run makes 2 meta-tests",
+    ),
     "collect: negative seed": (
         collect("--env", "sparse_point_robot", "--seed", "-1"),
         "--seed -1: expected an integer seed in [0, 4294967295]",
