@@ -61,7 +61,7 @@ from components.reporting.console import run_tool
 from components.reporting.run_dir import atomic_write_text
 from components.transitions import Transitions
 from registry import default_recipes_dir, get, names
-from registry.recipes import compose_columns
+from registry.recipes import compose_columns, env_group
 
 console = Console(highlight=False)
 
@@ -113,12 +113,16 @@ def batched_env_rate(family, tasks, seconds: float, **kwargs) -> float:
 
 
 def bench_families(quick: bool) -> list[str]:
-    """Every family, of Meta-World's 50 the ones with a column of their own (the others run
-    the same code on other simulator models; none when `quick`: 50 simulators to build)."""
+    """Every family, of Meta-World's the ML1 ones with a column of their own (the other ML1
+    families, and the published recipe's `ml1pub_*`, run the same code on the same or other
+    simulator models; none when `quick`: 50 simulators to build)."""
     shipped = (
         set() if quick else {p.stem for p in (default_recipes_dir() / "envs").glob("ml1_*.gin")}
     )
-    return [n for n in names("env") if not n.startswith("ml1_") or n in shipped]
+    return [n for n in names("env") if env_group(n) not in METAWORLD_GROUPS or n in shipped]
+
+
+METAWORLD_GROUPS = ("ml1", "ml1pub")
 
 
 def bench_env(quick: bool) -> list[dict]:
