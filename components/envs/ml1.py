@@ -10,6 +10,9 @@ does). A task is Meta-World's random vector (`rand_vec`: the object's and the go
 positions, 3 or 6 numbers). Rewards depend on simulator state that the observation does not
 carry, so a transition cannot be relabeled as another task's (`reward` says so).
 
+`ml1pub_<name>` (`ML1PublishedFamily`) is the same environment as the published offline meta-RL
+studies set it up: one draw's 50 variations, 40 train / 10 test, scored against the whole dataset.
+
 The 50 names are Meta-World's (`ML1_NAMES`, checked against the installed package by a test);
 `metaworld` is imported only when a family is built, so the other families run without it.
 """
