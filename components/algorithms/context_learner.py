@@ -166,7 +166,17 @@ class ContextLearner(ABC):
         if seed_index is not None:
             with self.seed_batch.as_seed(self, seed_index):
                 return self.evaluate(data)
-        return self.loop.meta_test(
+        seed = self.seed_batch.seed(self.run_context.seed)
+        return self.loop.meta_test(seed=seed, **self._meta_test_inputs(data))
+
+    def evaluate_seeds(self) -> list[MetaTestResult]:
+        """Of K seeds trained together, every seed's meta-test at once, with the seed-batched
+        networks (components/evaluation/meta_test.py, `MetaTest.for_seeds`), in seed order."""
+        return self.loop.meta_test.for_seeds(seeds=list(self.seeds), **self._meta_test_inputs())
+
+    def _meta_test_inputs(self, data=None) -> dict[str, Any]:
+        """What the meta-test reads besides the seed: the test data and tasks, the networks."""
+        return dict(
             family=self.family,
             data=self.data.test_data if data is None else data,
             tasks=self.data.test_tasks,
@@ -174,7 +184,6 @@ class ContextLearner(ABC):
             encoder=self.encoder,
             act=self.act,
             device=self.device,
-            seed=self.seed_batch.seed(self.run_context.seed),
             **self.data.score_references(),
             **self.given_task_vectors(),
         )

@@ -108,7 +108,8 @@ class Learner(Protocol):
     def size_key(self) -> str: ...  # the step's sizes, for the precision cache
 
     # optional: `extra_steps`, steps the learner runs before the schedule's `loop.steps`
-    # (MBML's teachers); `networks_to_compile()`, what `loop.compile` compiles
+    # (MBML's teachers); `networks_to_compile()`, what `loop.compile` compiles;
+    # `evaluate_seeds()`, the meta-tests of K seeds trained together at once
 
 
 def loss_values(metrics: dict[str, torch.Tensor]) -> dict[str, float]:
@@ -169,6 +170,10 @@ class TrainingLoop:
             last `score_over` of them, as the published Meta-World scores average the last
             20); 1: the final meta-test alone. More than the run makes is refused before
             training, never shortened.
+        seeds_together: K seeds trained together meta-test at once (`MetaTest.for_seeds`: one
+            environment of every seed's test tasks, one policy call per step); False: seed by
+            seed, each exactly as its single run would (the policy's rows then go through a
+            single run's kernels, not the seed-batched ones: equal to fp32 rounding).
     """
 
     def __init__(
@@ -186,6 +191,7 @@ class TrainingLoop:
         compile: bool = False,
         progress: bool = True,
         score_over: PositiveInt = 1,
+        seeds_together: bool = True,
     ):
         check_arguments("loop", TrainingLoop.__init__, locals())
         if lr_decay not in LR_DECAYS:
@@ -203,7 +209,7 @@ class TrainingLoop:
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
         self.checkpoint_every, self.show_progress = checkpoint_every, progress
         self.lr_decay, self.lr_floor, self.precision = lr_decay, lr_floor, precision
-        self.compile, self.score_over = compile, score_over
+        self.compile, self.score_over, self.seeds_together = compile, score_over, seeds_together
         self.meta_test = meta_test()
         self.step = 0
         self.choice: PrecisionChoice | None = None  # run() settles 'auto'
@@ -211,6 +217,7 @@ class TrainingLoop:
         self._fingerprint: str | None = None
         self._sums: dict[str, torch.Tensor] = {}
         self._seconds_before, self._started = 0.0, time.perf_counter()
+        self._meta_test_seconds = 0.0  # of the run's seconds, those spent meta-testing
         self._log: MetricsLog | None = None
         self._resume_log: tuple[int, int] | None = None
         self._watch: FiniteWatch | None = None
@@ -312,6 +319,7 @@ class TrainingLoop:
             "pending_metrics": sums,
             "metrics_records": count,
             "train_seconds": self.seconds(),
+            "meta_test_seconds": self._meta_test_seconds,
             "precision": self.choice.to_dict() if self.choice else None,
         }
 
@@ -322,6 +330,7 @@ class TrainingLoop:
         restore_rng_state(state["rng"], learner.generators())
         self._sums = dict(state["pending_metrics"])
         self._seconds_before = state["train_seconds"]
+        self._meta_test_seconds = state.get("meta_test_seconds", 0.0)  # older checkpoints: none
         if state.get("precision"):  # none in checkpoints from before 'auto': as requested
             self.choice = PrecisionChoice(**state["precision"])
         self._resume_log = (self._records_seen(state), self.step)
@@ -347,6 +356,7 @@ class TrainingLoop:
         self._sums = {n: torch.stack([torch.as_tensor(s["pending_metrics"][n]) for s in states])
                       for n in names}  # fmt: skip
         self._seconds_before = max(s["train_seconds"] for s in states)
+        self._meta_test_seconds = max(s.get("meta_test_seconds", 0.0) for s in states)
         if states[0].get("precision"):
             self.choice = PrecisionChoice(**states[0]["precision"])
         for run, state in zip(self._runs, states, strict=True):
@@ -473,7 +483,12 @@ class TrainingLoop:
         seconds = self.seconds()
         self.finished, self.final_results = self._training(), results  # each run's last test
         for run, result in zip(self._training(), results, strict=True):
-            record = {**result.to_dict(), "steps": self.step, "train_seconds": round(seconds, 1)}
+            record = {
+                **result.to_dict(),
+                "steps": self.step,
+                "train_seconds": round(seconds, 1),  # wall time, meta-tests included
+                "meta_test_seconds": round(self._meta_test_seconds, 1),
+            }
             if self.score_over > 1:
                 record["last_meta_tests"] = last_meta_tests(run.run_dir, self.score_over)
             atomic_write_text(run.run_dir / "eval.json", json.dumps(record, indent=1))
@@ -486,8 +501,30 @@ class TrainingLoop:
         return [run for run in self._runs if run.stopped is None]
 
     def _evaluate_and_save(self, learner: Learner) -> list[MetaTestResult]:
+        """Every training run's meta-test, logged; then a checkpoint."""
+        started = time.perf_counter()
+        results = self._meta_tests(learner)
+        self._meta_test_seconds += time.perf_counter() - started
+        for run, result in zip(self._training(), results, strict=True):
+            record = result.to_dict()
+            run.log.write(
+                self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)}
+            )
+        self.save(learner)
+        return results
+
+    def _meta_tests(self, learner: Learner) -> list[MetaTestResult]:
+        """Each training run's meta-test: K seeds trained together at once where the learner
+        can (`evaluate_seeds`) and none has stopped, else run by run."""
+        runs = self._training()
+        together = runs[0].index is not None and len(runs) == len(self._runs)
+        if together and self.seeds_together and hasattr(learner, "evaluate_seeds"):
+            try:
+                return learner.evaluate_seeds()
+            except NonFiniteActions:
+                pass  # seed by seed below, to name the seed whose actions were not finite
         results = []
-        for run in self._training():
+        for run in runs:
             try:
                 result = (
                     learner.evaluate()
@@ -499,12 +536,7 @@ class TrainingLoop:
                     f"in the meta-test at step {self.step}, {e}; training stopped and "
                     f"{self._kept(run)}. Look at the encoder's task vectors on test contexts"
                 ) from e
-            record = result.to_dict()
-            run.log.write(
-                self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)}
-            )
             results.append(result)
-        self.save(learner)
         return results
 
     def check_finite(self) -> None:

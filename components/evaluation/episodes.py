@@ -7,7 +7,7 @@ the family's formulas (components.envs.sparse), so they cannot disagree with wha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,11 +52,11 @@ def rollout(
     family: EnvFamily,
     env,
     policy: Policy,
-    seed: int | None = None,
+    seed: int | Sequence[int] | None = None,
     observe: Callable[[int, BatchStep], None] | None = None,
 ) -> Returns:
     """One lockstep episode of `env` under `policy`; `observe(t, step)`, if given, sees each
-    step (t = 0 first) as it happens."""
+    step (t = 0 first) as it happens. `seed`: row i resets with seed + i, or with seed[i]."""
     obs = env.reset(seed=seed)
     dense = np.zeros(len(obs))
     sparse = np.zeros(len(obs))

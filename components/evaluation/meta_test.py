@@ -1,4 +1,5 @@
-"""The meta-test protocol (DECISIONS §5), for all test tasks and runs at once.
+"""The meta-test protocol (DECISIONS §5), for all test tasks and runs at once, and for the K seeds
+of a seed-batched learner at once (`MetaTest.for_seeds`).
 
 For each test task, `runs` independent runs. A run's context grows by one horizon of random
 transitions from the task's OFFLINE test data per episode; z is inferred from the whole context
@@ -13,6 +14,7 @@ context: with `curve=False` only that episode is rolled out (same result, `episo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +28,7 @@ from components.data.sampler import TensorSampler
 from components.data.store import QualityData
 from components.envs.family import EnvFamily
 from components.evaluation.ceiling import ceiling
-from components.evaluation.episodes import agent_policy, rollout
+from components.evaluation.episodes import Returns, agent_policy, rollout
 from components.evaluation.modes import eval_mode
 from registry import register
 from registry.constraints import Count, PositiveInt
@@ -184,7 +186,18 @@ class MetaTest:
         self._env: Any = None
         self._ceiling: tuple[tuple[int, ...], dict[str, float] | None] | None = None
 
-    def __call__(
+    def __call__(self, *, seed: int, **kwargs: Any) -> MetaTestResult:
+        """Evaluate. `tasks`: dataset task indices of the test split; `act(obs, z)` -> actions;
+        `dataset_returns`: per test task, the mean return of its offline episodes of the
+        quality trained on (the normalised score's denominator), where the family reports one;
+        `task_z`: per test task, a task vector given instead of the encoder's (a reference row).
+        Keyword arguments as `for_seeds`, with one seed.
+
+        The encoder runs in eval mode (no dropout) and is restored afterwards.
+        """
+        return self.for_seeds(seeds=[seed], **kwargs)[0]
+
+    def for_seeds(
         self,
         *,
         family: EnvFamily,
@@ -194,17 +207,16 @@ class MetaTest:
         encoder: nn.Module,
         act,
         device: torch.device,
-        seed: int,
+        seeds: Sequence[int],
         dataset_returns: np.ndarray | None = None,
         task_z: torch.Tensor | None = None,
-    ) -> MetaTestResult:
-        """Evaluate. `tasks`: dataset task indices of the test split; `act(obs, z)` -> actions;
-        `dataset_returns`: per test task, the mean return of its offline episodes of the
-        quality trained on (the normalised score's denominator), where the family reports one;
-        `task_z`: per test task, a task vector given instead of the encoder's (a reference row).
-
-        The encoder runs in eval mode (no dropout) and is restored afterwards.
-        """
+    ) -> list[MetaTestResult]:
+        """The meta-tests of K seeds trained together, at once: one environment of every
+        seed's runs of every test task (K·N rows, seed-major), one encoder call per context
+        size and one policy call per step for all of them. `encoder` and `act` are the
+        seed-batched networks (seed k's rows k·N … (k+1)·N − 1, components/seeds); seed k's
+        contexts are drawn, and its episodes reset, exactly as its meta-test alone would
+        (`__call__` is this with one seed). Returns each seed's result, in `seeds`' order."""
         if self.max_tasks:
             tasks = list(tasks)[: self.max_tasks]
             if dataset_returns is not None:
@@ -217,37 +229,62 @@ class MetaTest:
         sizes[-1] = self.context_transitions
         if not self.curve:
             sizes = sizes[-1:]
-        generator = torch.Generator().manual_seed(seed)
-        sampler = TensorSampler(data, tasks, device=device, generator=generator)
         positions = torch.arange(len(tasks), device=device).repeat_interleave(self.runs)  # [N]
-        context = layout.tensor(
-            sampler.sample(positions, sizes[-1], replace=True, sparse=layout.sparse)
-        )  # [N, C, F]; a prefix of it is the context after each episode
-        env = self._environment(family, [tasks[i] for i in positions.tolist()])
+        rows = len(positions)
+        contexts = []
+        for seed in seeds:  # each seed's own draws of its test contexts
+            generator = torch.Generator().manual_seed(seed)
+            sampler = TensorSampler(data, tasks, device=device, generator=generator)
+            sample = sampler.sample(positions, sizes[-1], replace=True, sparse=layout.sparse)
+            contexts.append(layout.tensor(sample))
+        context = torch.cat(
+            contexts
+        )  # [K·N, C, F]; a prefix of it is the context after each episode
+        env = self._environment(family, [tasks[i] for i in positions.tolist()] * len(seeds))
+        # row i of seed k resets as row i of seed k's own environment would (seed + i)
+        reset_seeds = [seed + i for seed in seeds for i in range(rows)]
         with eval_mode(encoder):
             per_episode = []
             for size in sizes:
                 with torch.no_grad():
                     if task_z is None:
-                        z = encoder(context[:, :size]).mean  # [N, Z]
+                        z = encoder(context[:, :size]).mean  # [K·N, Z]
                     else:
-                        z = task_z.to(device)[positions]
-                per_episode.append(rollout(family, env, agent_policy(act, z, device), seed=seed))
-        last = per_episode[-1]
-        n = len(tasks)
-        curve = []
-        if self.curve:
-            curve = [
-                float((ep.sparse if ep.sparse is not None else ep.dense).mean())
-                for ep in per_episode
-            ]
+                        z = task_z.to(device)[positions].repeat(len(seeds), 1)
+                policy = agent_policy(act, z, device)
+                per_episode.append(rollout(family, env, policy, seed=reset_seeds))
         if self._ceiling is None or self._ceiling[0] != tuple(tasks):
             best = ceiling(family, tasks)
             self._ceiling = (tuple(tasks), best.means() if best is not None else None)
+        return [
+            self._result(
+                family, tasks, sizes, per_episode, slice(k * rows, (k + 1) * rows), dataset_returns
+            )
+            for k in range(len(seeds))
+        ]
+
+    def _result(
+        self,
+        family: EnvFamily,
+        tasks: list[int],
+        sizes: list[int],
+        per_episode: list[Returns],
+        rows: slice,
+        dataset_returns: np.ndarray | None,
+    ) -> MetaTestResult:
+        """One seed's result from its rows of every episode's returns."""
+        n = len(tasks)
 
         def per_task(values: np.ndarray | None) -> np.ndarray | None:
-            return None if values is None else values.reshape(n, self.runs).mean(1)
+            return None if values is None else values[rows].reshape(n, self.runs).mean(1)
 
+        curve = []
+        if self.curve:
+            curve = [
+                float((ep.sparse if ep.sparse is not None else ep.dense)[rows].mean())
+                for ep in per_episode
+            ]
+        last = per_episode[-1]
         return MetaTestResult(
             tasks=list(tasks),
             returns=per_task(last.dense),

@@ -2,7 +2,8 @@
 `tools/run.py --resume` ends with the same metrics as a run that was never interrupted.
 
 Real subprocesses throughout, one thread each (thread count changes float sums). What is not
-bitwise: `train_seconds` in eval.json (wall time) and TensorBoard's event files.
+bitwise: `train_seconds` and `meta_test_seconds` in eval.json (wall times) and TensorBoard's
+event files.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
 def final(run_dir: Path) -> tuple[str, dict]:
     record = json.loads((run_dir / "eval.json").read_text())
     record.pop("train_seconds")
+    record.pop("meta_test_seconds")
     return (run_dir / "metrics.jsonl").read_text(), record
 
 

@@ -44,6 +44,7 @@ def seed_dirs(parent: Path) -> list[Path]:
 def final(run_dir: Path) -> tuple[str, dict]:
     record = json.loads((run_dir / "eval.json").read_text())
     record.pop("train_seconds")
+    record.pop("meta_test_seconds")
     return (run_dir / "metrics.jsonl").read_text(), record
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.distributions import Normal
 
 from components.data.context import ContextLayout
 from components.data.store import QualityData
@@ -16,13 +17,18 @@ from components.transitions import Transitions
 
 def fake_free_data(n_tasks: int, n: int = 50) -> QualityData:
     """Offline data of the right shapes (contents do not matter to these policies)."""
+    return free_data(n_tasks, 2, 2, n)
+
+
+def free_data(n_tasks: int, obs_dim: int, act_dim: int, n: int = 50) -> QualityData:
+    """Random transitions of the given sizes."""
     rng = np.random.default_rng(0)
     t = Transitions(
-        obs=rng.normal(size=(n_tasks, n, 2)).astype(np.float32),
-        action=rng.uniform(-1, 1, size=(n_tasks, n, 2)).astype(np.float32),
+        obs=rng.normal(size=(n_tasks, n, obs_dim)).astype(np.float32),
+        action=rng.uniform(-1, 1, size=(n_tasks, n, act_dim)).astype(np.float32),
         reward=rng.normal(size=(n_tasks, n)).astype(np.float32),
         sparse_reward=np.zeros((n_tasks, n), np.float32),
-        next_obs=rng.normal(size=(n_tasks, n, 2)).astype(np.float32),
+        next_obs=rng.normal(size=(n_tasks, n, obs_dim)).astype(np.float32),
         terminated=np.zeros((n_tasks, n), bool),
         truncated=np.zeros((n_tasks, n), bool),
     )
@@ -111,3 +117,40 @@ def test_encoder_sees_the_full_context_and_is_restored(setup):
 def test_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="runs"):
         MetaTest(runs=0)
+
+
+class MeanEncoder(torch.nn.Module):
+    """z: the tanh of a context's first three features averaged over its transitions (each
+    row's z its own, whatever else is in the batch)."""
+
+    def forward(self, context):
+        return Normal(torch.tanh(context[..., :3].mean(-2)), torch.ones(()))
+
+
+@pytest.mark.parametrize("family_name", ["sparse_cheetah_vel", "sparse_point_robot"])
+def test_k_seeds_at_once_are_each_seeds_meta_test_alone(family_name):
+    """`for_seeds` steps every seed's test tasks in one environment with one policy call per
+    step; each seed's result is its meta-test alone, exactly: its own test contexts (drawn
+    from its seed) and, on MuJoCo, its own episode starts (reset noise seeded as alone)."""
+    from registry import get
+
+    family = get("env", family_name)(seed=0)
+    tasks = family.split_indices()[1][:3]
+    layout = ContextLayout(obs_dim=family.obs_dim, act_dim=family.act_dim, next_obs=True)
+    data = free_data(len(family.all_tasks()), family.obs_dim, family.act_dim)
+    calls = []
+
+    def act(obs, z):
+        calls.append(len(obs))
+        return torch.tanh(obs[:, : family.act_dim] * 0.3 + z.sum(-1, keepdim=True))
+
+    meta_test = MetaTest(runs=2, context_transitions=2 * family.horizon, curve=True)
+    inputs = dict(family=family, data=data, tasks=tasks, layout=layout, encoder=MeanEncoder(),
+                  act=act, device=torch.device("cpu"))  # fmt: skip
+    together = meta_test.for_seeds(seeds=[3, 8], **inputs)
+    assert calls == [2 * 3 * 2] * 2 * family.horizon  # seeds × tasks × runs, every step
+    alone = [meta_test(seed=seed, **inputs) for seed in (3, 8)]
+    meta_test.close()
+    assert together[0].returns.tolist() != together[1].returns.tolist()
+    for mine, theirs in zip(together, alone, strict=True):
+        assert mine.to_dict() == theirs.to_dict()

@@ -63,6 +63,25 @@ def test_one_seed_batched_is_the_single_run_bit_for_bit(tiny_data, tmp_path):
         assert all(torch.equal(mine[k].reshape(-1), theirs[k].reshape(-1)) for k in theirs)
 
 
+@pytest.mark.parametrize("recipe", ["focal.gin", "focalpp.gin", "reference_oracle.gin"])
+def test_the_seeds_meta_tested_at_once_score_as_each_seed_alone(recipe, tiny_data, tmp_path):
+    """`evaluate_seeds` (the seed-batched networks on one environment of every seed's test
+    tasks) gives each seed the meta-test `evaluate(seed_index=k)` gives it with its single
+    networks, to fp32 rounding; tasks and context sizes exactly."""
+    import numpy as np
+
+    run_row(recipe, "sparse_point_robot", tiny_data, tmp_path / "warm", train=False)
+    trainer = built(recipe, tiny_data, tmp_path / "k", seeds=SEEDS)
+    first_steps(trainer)
+    together = trainer.evaluate_seeds()
+    alone = [trainer.evaluate(seed_index=k) for k in range(len(SEEDS))]
+    assert len(together) == len(SEEDS)
+    for mine, theirs in zip(together, alone, strict=True):
+        assert (mine.tasks, mine.context_sizes) == (theirs.tasks, theirs.context_sizes)
+        np.testing.assert_allclose(mine.returns, theirs.returns, rtol=1e-4, atol=1e-4)
+    assert not np.allclose(together[0].returns, together[1].returns)  # the seeds differ
+
+
 def test_a_precision_trial_of_k_seeds_names_each_seeds_losses(tiny_data, tmp_path):
     """`loop.precision = 'auto'` times the K-seed step as it times a single run's: bf16 is held
     to fp32 on each seed's first-step losses, and the trainer goes on as if never timed."""
@@ -136,6 +155,7 @@ def test_each_seeds_run_directory_holds_its_single_runs_records(tiny_data, tmp_p
             evals[1]["dense_return_mean"], rel=1e-4
         )
         assert (d / "summary.md").read_text().startswith(f"# s{seed}")
+        assert 0 < evals[0]["meta_test_seconds"] < evals[0]["train_seconds"]
         assert (d / "checkpoint.pt").is_file()
 
 
