@@ -22,6 +22,10 @@ Sections (figures go to --figures DIR when given):
   gpu      (a) and (d) on a CUDA GPU in fp32, TF32 and bf16: ms / step, steps / s, peak GPU
            memory, hours per 100k steps, fraction of the GPU's matmul peak (needs CUDA; not in
            the default sections)
+  seeds    K seeds trained as one model against K single runs one after another: step time,
+           throughput, peak memory
+  seeds_eval  the K seeds' meta-tests at once against seed by seed (Sparse-Point-Robot and
+           Meta-World's published reach-wall)
   env   transitions per second per family: one gymnasium environment, and all test tasks
         batched (point robots: one numpy array op; MuJoCo: gymnasium vector envs, in-process
         "sync" and subprocess "async")

@@ -21,7 +21,7 @@ from components.benchmarks.encoder import bench_encoder, bench_precision
 from components.benchmarks.gpu import bench_gpu
 from components.benchmarks.limits import matmul_peak
 from components.benchmarks.quality import bench_quality
-from components.benchmarks.seeds import bench_seeds
+from components.benchmarks.seeds import bench_seeds, bench_seeds_eval
 from components.benchmarks.tables import console
 from components.benchmarks.tables import table as _table
 from components.benchmarks.training import (
@@ -365,4 +365,5 @@ SECTIONS = {
     "quality": bench_quality,
     "gpu": bench_gpu,
     "seeds": bench_seeds,
+    "seeds_eval": bench_seeds_eval,
 }

@@ -91,6 +91,13 @@ def normalised(run: dict) -> float | None:
     return last.get("normalised_score", run["eval"].get("normalised_score"))
 
 
+def success(run: dict) -> float | None:
+    """A Meta-World run's success rate (None elsewhere), read as its normalised score is: over
+    its last meta-tests where it was scored so, else its final meta-test's."""
+    last = run["eval"].get("last_meta_tests", {})
+    return last.get("success_rate", run["eval"].get("success_rate"))
+
+
 def shift_return(cell: dict) -> float:
     """The return Table 3 compares: paper-comparable where the run scored it, else its own."""
     return cell.get("paper_mean", cell["mean"])

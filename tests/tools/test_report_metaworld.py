@@ -125,3 +125,28 @@ def test_metaworld_orders_set_the_successors_against_the_papers_rows():
     assert rows[("csro", "focalpp")][8] == "reproduced"  # below FOCAL++, as published
     assert rows[("unicorn", "focalpp")][5].startswith("1.00")
     assert rows[("unicorn", "focalpp")][8] == "above"
+
+
+def test_metaworld_orders_in_success_rate_read_the_last_meta_tests_and_judge_by_side():
+    """Success rates ordered as the scores are, read over each run's last meta-tests where it
+    was scored so (eval.json's `last_meta_tests`); the published table has no success rates,
+    so the verdict names the side, never 'reproduced'. Here FOCAL++ scores above FOCAL and
+    succeeds less: the two orders are read apart."""
+    runs = []
+    for recipe, scores, rates in [
+        ("focal", [0.3, 0.35, 0.4], [0.9, 0.8, 0.85]),
+        ("focalpp", [0.6, 0.65, 0.7], [0.2, 0.3, 0.25]),
+    ]:
+        for seed, (score, rate) in enumerate(zip(scores, rates, strict=True)):
+            run = record(recipe, "ml1pub_push", seed, score, success=1.0)  # the final test's
+            run["eval"]["last_meta_tests"] = {"normalised_score": score, "success_rate": rate}
+            runs.append(run)
+    section = MetaWorld()(RunGroups(groups(runs), reps=200))
+    score_orders, success_orders = section.tables[1], section.tables[2]
+    assert "success rate" in success_orders.title and "normalised" in score_orders.title
+    ((*_, p, mine, theirs, said),) = success_orders.rows
+    assert p.startswith("0.00") and said == "below"
+    assert (mine, theirs) == ("0.250 ± 0.041", "0.850 ± 0.041")
+    assert score_orders.rows[0][-1] == "reproduced"
+    rows = {row[3]: row for row in section.tables[0].rows}
+    assert rows["focalpp"][7] == "0.25 ± 0.04"  # the scores table reads the same rates

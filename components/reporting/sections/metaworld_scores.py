@@ -1,4 +1,4 @@
-"""Meta-World ML1: normalised score and success rate per row, and FOCAL++ against FOCAL."""
+"""Meta-World ML1: normalised score and success rate per row, and FOCAL++ against FOCAL in each."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from components.reporting import metaworld
 from components.reporting.intervals import improvement, mean, verdict
-from components.reporting.readings import last_meta_tests, normalised
+from components.reporting.readings import last_meta_tests, normalised, success
 from components.reporting.tables import (
     RunGroups,
     Section,
@@ -21,6 +21,8 @@ from components.reporting.tables import (
 )
 from registry import register
 
+# what the orders compare, each read from a run over its last meta-tests where it was scored so
+MEASURES = {"normalised score": normalised, "success rate": success}
 PAPER = ("focalpp", "focal")  # the paper's claim: its FOCAL++ row above its FOCAL row
 SCORES = (
     "env",
@@ -55,19 +57,22 @@ class MetaWorld:
     rate, the row's place between the floor and the ceiling of task inference (the reference
     rows: FOCAL's learner with z = 0 and with the true task; '-' where they differ by under
     0.05), the published number (another dataset: compare orders and rough levels) and the
-    mean of each run's last three meta-tests. Orders: FOCAL++ against FOCAL (within each
-    variant of a study), and every other method against the paper's two rows, per task and over
-    the tasks both ran (seeds resampled within each task), with the verdict against the
-    published table's order where it has both rows."""
+    mean of each run's last three meta-tests. Orders, in normalised score and in success rate:
+    FOCAL++ against FOCAL (within each variant of a study), and every other method against the
+    paper's two rows, per task and over the tasks both ran (seeds resampled within each task),
+    with the verdict against the published table's order where it has both rows (the published
+    table has no success rates: there the verdict says on which side the interval lies)."""
 
     order = 30
     titles = (
         "Meta-World ML1: normalised score and success rate, mean ± std over seeds",
         "Meta-World ML1 orders in normalised score: P(row beats against) [95% CI]",
+        "Meta-World ML1 orders in success rate: P(row beats against) [95% CI]",
     )
 
     def __call__(self, runs: RunGroups) -> Section | None:
-        tables = [t for t in (self.scores(runs), self.orders(runs)) if t is not None]
+        tables = [self.scores(runs), *(self.orders(runs, measure) for measure in MEASURES)]
+        tables = [t for t in tables if t is not None]
         return Section(tables) if tables else None
 
     def scores(self, runs: RunGroups) -> Table | None:
@@ -82,7 +87,7 @@ class MetaWorld:
             for recipe, group in recipes.items():
                 scores = [normalised(r) for r in group]
                 last = [last_meta_tests(r, key="normalised_score") for r in group]
-                success = [r["eval"].get("success_rate") for r in group]
+                rates = [success(r) for r in group]
                 theirs = metaworld.published(env, recipe_stem(group[0]))
                 where = "-"
                 if floor and ceiling and recipe not in (metaworld.FLOOR, metaworld.CEILING):
@@ -95,18 +100,21 @@ class MetaWorld:
                 rows.append(
                     (env, kind, scale, recipe, seeds(group), spread(scores, ".3f"),
                      interval(scores, runs.reps),
-                     spread(success) if None not in success else "-",
+                     spread(rates) if None not in rates else "-",
                      where, "-" if theirs is None else f"{theirs[0]:.2f} ± {theirs[1]:.2f}",
                      spread(last, ".3f") if None not in last else "-")
                 )  # fmt: skip
         return Table(self.titles[0], SCORES, rows) if rows else None
 
-    def orders(self, runs: RunGroups) -> Table | None:
+    def orders(self, runs: RunGroups, measure: str = "normalised score") -> Table | None:
+        """The orders in `measure` (a key of `MEASURES`)."""
+        read = MEASURES[measure]
         scores: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(dict)
         for (env, scale, _), group in runs.items():
-            if metaworld.task_of(env) in metaworld.PUBLISHED and normalised(group[0]) is not None:
+            values = [read(r) for r in group]
+            if metaworld.task_of(env) in metaworld.PUBLISHED and None not in values:
                 label = group[0].get("label") or ""  # a study's variant: compared within it
-                scores[(scale, label, recipe_stem(group[0]))][env] = [normalised(r) for r in group]
+                scores[(scale, label, recipe_stem(group[0]))][env] = values
         rows = []
         for scale, label in sorted({(s, lab) for s, lab, _ in scores}):
             pairs = [PAPER]
@@ -120,8 +128,10 @@ class MetaWorld:
             for stem, against in pairs:
                 x = scores.get((scale, label, stem), {})
                 y = scores.get((scale, label, against), {})
-                rows += _order_rows(x, y, scale, (stem, against), label, runs.reps)
-        return Table(self.titles[1], ORDERS, rows) if rows else None
+                claims = measure == "normalised score"  # the published table's measure
+                rows += _order_rows(x, y, scale, (stem, against), label, runs.reps, claims)
+        title = self.titles[1 + list(MEASURES).index(measure)]
+        return Table(title, ORDERS, rows) if rows else None
 
 
 def _published_above(stem: str, against: str, envs: Sequence[str]) -> bool | None:
@@ -134,9 +144,15 @@ def _published_above(stem: str, against: str, envs: Sequence[str]) -> bool | Non
     return sum(m for m, _ in mine) > sum(t for t, _ in theirs)
 
 
-def _order_rows(x, y, scale, stems: tuple[str, str], label: str, reps: int) -> list[tuple]:
+def _order_rows(
+    x, y, scale, stems: tuple[str, str], label: str, reps: int, claims: bool = True
+) -> list[tuple]:
     """`stems[0]` against `stems[1]`: one row per task both ran (two seeds or more each), and
-    one over them."""
+    one over them; judged against the published order where `claims`, else by side."""
+
+    def claimed(envs: Sequence[str]) -> bool | None:
+        return _published_above(*stems, envs) if claims else None
+
     row, other = (f"{s} ({label})" if label else s for s in stems)
     rows = []
     shared = sorted(set(x) & set(y))
@@ -146,7 +162,7 @@ def _order_rows(x, y, scale, stems: tuple[str, str], label: str, reps: int) -> l
         p = improvement(x[env], y[env], reps=reps)
         rows.append((env, scale, row, other, f"{len(x[env])} v {len(y[env])}", p.format(),
                      spread(x[env], ".3f"), spread(y[env], ".3f"),
-                     verdict(p, _published_above(*stems, [env]))))  # fmt: skip
+                     verdict(p, claimed([env]))))  # fmt: skip
     runs = min((len(v[e]) for v in (x, y) for e in shared), default=0)  # seeds per task
     if len(shared) > 1 and runs >= 2:
         a = np.array([x[e][:runs] for e in shared]).T  # [runs, tasks]
@@ -155,5 +171,5 @@ def _order_rows(x, y, scale, stems: tuple[str, str], label: str, reps: int) -> l
         rows.append((f"over {len(shared)} tasks", scale, row, other,
                      f"{runs} v {runs} per task", p.format(),
                      mean(a, reps=reps).format(".3f"), mean(b, reps=reps).format(".3f"),
-                     verdict(p, _published_above(*stems, shared))))  # fmt: skip
+                     verdict(p, claimed(shared))))  # fmt: skip
     return rows
