@@ -7,7 +7,8 @@ its single run would, stacks them (`layers.stack_modules`) and hands the batch e
 stream, its per-seed sampler and single modules to load seed k's weights into (`begin`); the
 batch then says where a step draws from (`drawing`), which generators a checkpoint keeps per
 seed (`generators`), and lends the learner seed k's networks (`as_seed`) for that seed's
-meta-test, summary and analyses.
+summary and analyses (and its meta-test where the K are not meta-tested at once:
+`loop.seeds_together`).
 """
 
 from __future__ import annotations
