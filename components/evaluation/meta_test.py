@@ -237,9 +237,8 @@ class MetaTest:
             sampler = TensorSampler(data, tasks, device=device, generator=generator)
             sample = sampler.sample(positions, sizes[-1], replace=True, sparse=layout.sparse)
             contexts.append(layout.tensor(sample))
-        context = torch.cat(
-            contexts
-        )  # [K·N, C, F]; a prefix of it is the context after each episode
+        # [K·N, C, F]; a prefix of it is the context after each episode
+        context = torch.cat(contexts)
         env = self._environment(family, [tasks[i] for i in positions.tolist()] * len(seeds))
         # row i of seed k resets as row i of seed k's own environment would (seed + i)
         reset_seeds = [seed + i for seed in seeds for i in range(rows)]
