@@ -116,12 +116,31 @@ def report_figures(grouped, out_dir: Path, reps: int = REPS) -> list[Path]:
     return written
 
 
+def _scored(run: dict, key: str) -> float | None:
+    """A run's `key` as the run was scored: the mean over its last meta-tests where it was
+    scored so (`loop.score_over`, the published Meta-World score), else its final one."""
+    return run["eval"].get("last_meta_tests", {}).get(key, run["eval"].get(key))
+
+
+def _when(recipes: dict[str, list[dict]]) -> str:
+    """Which meta-tests the figure's scores are: 'final', or 'last k' where every run was
+    scored over its last k."""
+    counts = {
+        r["eval"].get("last_meta_tests", {}).get("count") for g in recipes.values() for r in g
+    }
+    return (
+        f"mean of the last {counts.pop()} meta-tests'"
+        if len(counts) == 1 and None not in counts
+        else "final"
+    )
+
+
 def _finals(env: str, recipes: dict[str, list[dict]]) -> dict[str, list[float]]:
-    """Each row's final score per seed (rows with fewer than two seeds, or a run without it,
-    are left out: no interval)."""
+    """Each row's score per seed, as its runs were scored (`_scored`; rows with fewer than two
+    seeds, or a run without it, are left out: no interval)."""
     finals = {}
     for recipe, group in recipes.items():
-        values = [r["eval"].get(metric(env, group)[0]) for r in group]
+        values = [_scored(r, metric(env, group)[0]) for r in group]
         if len(values) >= 2 and None not in values:
             finals[recipe] = values
     return finals
@@ -209,7 +228,8 @@ def iqm_figure(env, scale, recipes, out_dir: Path, reps: int) -> Path | None:
                       bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=6)  # fmt: skip
         ax.set_xlabel(name)
         ax.set_title(
-            f"{env} ({scale}): final {name},\nIQM over {_seeds(len(v) for v in finals.values())}"
+            f"{env} ({scale}): {_when(recipes)} {name},\nIQM over "
+            f"{_seeds(len(v) for v in finals.values())}"
             " per row with its 95% interval",
             pad=12,
         )
@@ -253,7 +273,9 @@ def orders_figure(env, scale, recipes, out_dir: Path, reps: int) -> Path | None:
         ax.plot(list(points.values()), range(len(points)), "o", color="black", markersize=3)
         ax.axvline(0.5, color="black", linestyle="--", linewidth=0.8)
         ax.set_xlim(-0.04, 1.04)
-        ax.set_xlabel(f"P(a run of X beats a run of Y) in final {name}; 0.5: no difference")
+        ax.set_xlabel(
+            f"P(a run of X beats a run of Y) in {_when(recipes)} {name}; 0.5: no difference"
+        )
         counts = [len(finals[x]) for x, _ in pairs] + [len(finals[y]) for _, y in pairs]
         ax.set_title(
             f"{env} ({scale}): the paper's orders (X above Y), {_seeds(counts)} per row,\n"

@@ -150,3 +150,29 @@ def test_metaworld_orders_in_success_rate_read_the_last_meta_tests_and_judge_by_
     assert score_orders.rows[0][-1] == "reproduced"
     rows = {row[3]: row for row in section.tables[0].rows}
     assert rows["focalpp"][7] == "0.25 ± 0.04"  # the scores table reads the same rates
+
+
+def test_figures_read_a_run_as_it_was_scored(tmp_path):
+    """Runs scored over their last meta-tests (`loop.score_over`) are drawn with that score,
+    named in the figure's title; runs scored on their final meta-test alone are drawn and
+    named so."""
+    from components.reporting.report_figures import _finals, _when, iqm_figure
+
+    runs = []
+    for recipe, finals, lasts in [
+        ("focal", [0.5, 0.6], [0.8, 0.9]),
+        ("focalpp", [0.7, 0.7], [1.0, 0.9]),
+    ]:
+        for seed, (final, last) in enumerate(zip(finals, lasts, strict=True)):
+            run = record(recipe, "ml1pub_push", seed, final)
+            run["eval"]["last_meta_tests"] = {"count": 3, "normalised_score": last}
+            runs.append(run)
+    recipes = {recipe: group for (_, _, recipe), group in groups(runs).items()}
+    assert _finals("ml1pub_push", recipes) == {"focal": [0.8, 0.9], "focalpp": [1.0, 0.9]}
+    assert _when(recipes) == "mean of the last 3 meta-tests'"
+    assert iqm_figure("ml1pub_push", "cpu", recipes, tmp_path, reps=50).is_file()
+    for group in recipes.values():
+        for run in group:
+            del run["eval"]["last_meta_tests"]
+    assert _finals("ml1pub_push", recipes) == {"focal": [0.5, 0.6], "focalpp": [0.7, 0.7]}
+    assert _when(recipes) == "final"
