@@ -487,7 +487,7 @@ class TrainingLoop:
                 **result.to_dict(),
                 "steps": self.step,
                 "train_seconds": round(seconds, 1),  # wall time, meta-tests included
-                "meta_test_seconds": round(self._meta_test_seconds, 1),
+                "meta_test_seconds": round(self._meta_test_seconds, 3),
             }
             if self.score_over > 1:
                 record["last_meta_tests"] = last_meta_tests(run.run_dir, self.score_over)
