@@ -104,23 +104,37 @@ def execute(args: argparse.Namespace) -> int:
     out.print(f"index: {escape(str(target / INDEX))}")
     if args.records:
         record(index, target, args, kept, study.plugins)
-    if index["failed"]:
+    unanalysed = [r for r in index["runs"] if str(r.get("analyses", "")).startswith("failed")]
+    if index["failed"] or unanalysed:
+        said = []
+        if index["failed"]:
+            said.append(
+                f"{len(index['failed'])} of {len(index['runs'])} runs failed: "
+                + "; ".join(f"{r['name']} ({r['reason']})" for r in index["runs"] if r["reason"])
+            )
+        if unanalysed:  # trained, but the study's analyses did not finish: not recorded
+            said.append(
+                f"the analyses of {len(unanalysed)} finished runs failed: "
+                + "; ".join(f"{r['name']} ({r['analyses']})" for r in unanalysed)
+            )
         raise FocalppError(
-            f"{len(index['failed'])} of {len(index['runs'])} runs failed: "
-            + "; ".join(f"{r['name']} ({r['reason']})" for r in index["runs"] if r["reason"])
-            + f". Logs: {target / 'logs'}; run the study again to retry"
+            ". ".join(said) + f". Logs: {target / 'logs'}; run the study again to retry"
         )
     return 0
 
 
 def record(index: dict, target: Path, args, kept: list[dict], plugins: Sequence[str]) -> None:
     """Add the study's finished runs to its compact record and write its report there (with
-    the study's plugins' sections)."""
+    the study's plugins' sections). A run whose analyses failed waits: recorded, it would not be
+    analysed again when the study is run again."""
     recorded = {run["run"] for run in kept}  # a group's recorded members trained again: kept
     new = [
         target / r["run_dir"]
         for r in index["runs"]
-        if r["status"] == "done" and r["run_dir"] and r["name"] not in recorded
+        if r["status"] == "done"
+        and r["run_dir"]
+        and r["name"] not in recorded
+        and not str(r.get("analyses", "")).startswith("failed")
     ]
     if new:
         count = write_records(new, args.records, root=target / "runs", logs=args.logs, keep=kept)

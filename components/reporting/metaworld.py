@@ -61,6 +61,19 @@ def published(env: str, recipe: str) -> tuple[float, float] | None:
     return PUBLISHED.get(task_of(env), {}).get(RECIPE_OF.get(recipe, recipe))
 
 
+def level(score: float, env: str, recipe: str, within: float = 0.10) -> str:
+    """Where a row's mean score lies beside its published one: "above", "within 0.10" or
+    "below" (by how much), on the families built on the published recipe only; "-" elsewhere
+    (the `ml1_<name>` data are not the published ones: their levels are not comparable)."""
+    theirs = published(env, recipe)
+    if theirs is None or not env.startswith("ml1pub_"):
+        return "-"
+    gap = score - theirs[0]
+    if abs(gap) <= within:
+        return f"within {within:.2f} ({gap:+.2f})"
+    return f"{'above' if gap > 0 else 'below'} by {abs(gap):.2f}"
+
+
 def place(score: float, floor: Sequence[float], ceiling: Sequence[float]) -> float | None:
     """Where `score` lies between the floor and the ceiling of task inference (0 = as without
     context, 1 = as told the task), or None where the gap is too small to divide by (under

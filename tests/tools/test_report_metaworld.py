@@ -43,7 +43,8 @@ def test_metaworld_table_places_a_row_between_floor_and_ceiling():
     assert rows["focal"][5] == "0.500 ± 0.100" and rows["focal"][8] == "0.30"  # (0.5-0.2)/1.0
     assert rows["focal"][9] == "0.34 ± 0.14" and rows["focal"][1] == "hidden goal"
     assert rows["reference_oracle"][8] == "-"
-    assert rows["focal"][10] == "-"  # no metrics log: no meta-tests to average
+    assert rows["focal"][10] == "-"  # ml1_push's data are not the published ones
+    assert rows["focal"][11] == "-"  # no metrics log: no meta-tests to average
 
 
 def test_metaworld_table_averages_each_runs_last_three_meta_tests():
@@ -57,7 +58,28 @@ def test_metaworld_table_averages_each_runs_last_three_meta_tests():
         runs.append(run)
     (row,) = MetaWorld().scores(RunGroups(groups(runs), reps=200)).rows
     # seed 0: (0.2 + 0.3 + 0.4) / 3 = 0.3; seed 1 has two meta-tests: 0.7
-    assert row[5] == "0.450 ± 0.050" and row[10] == "0.500 ± 0.200"
+    assert row[5] == "0.450 ± 0.050" and row[11] == "0.500 ± 0.200"
+
+
+def test_metaworld_table_reads_each_level_beside_the_published_one():
+    """On the published recipe's families: above, within 0.10 of, or below the published mean
+    (push: FOCAL 0.34, FOCAL++ 0.62; reach-wall: FOCAL 0.53)."""
+    table = MetaWorld().scores(
+        RunGroups(
+            grouped({
+                ("ml1pub_push", "focal"): [0.40, 0.42],
+                ("ml1pub_push", "focalpp"): [0.90, 0.92],
+                ("ml1pub_reach_wall", "focal"): [0.30, 0.32],
+                ("ml1pub_reach_wall", "reference_oracle"): [1.0, 1.0],
+            }),
+            reps=200,
+        )
+    )  # fmt: skip
+    rows = {(row[0], row[3]): row[10] for row in table.rows}
+    assert rows[("ml1pub_push", "focal")] == "within 0.10 (+0.07)"
+    assert rows[("ml1pub_push", "focalpp")] == "above by 0.29"
+    assert rows[("ml1pub_reach_wall", "focal")] == "below by 0.22"
+    assert rows[("ml1pub_reach_wall", "reference_oracle")] == "-"  # no published row
 
 
 def test_metaworld_orders_per_task_and_over_tasks():

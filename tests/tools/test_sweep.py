@@ -284,6 +284,40 @@ bindings = ["task_data.root = '{tiny_data}'"]
     assert len((records / "runs.jsonl").read_text().splitlines()) == 1
 
 
+def test_a_study_whose_analysis_fails_says_so_and_records_nothing_half_done(tiny_data, tmp_path):
+    """A run that trained but whose analysis failed makes the study fail, naming the run and
+    the error, and stays out of the compact record (recorded, it would not be analysed again)."""
+    plugin = tmp_path / "broken_analysis.py"
+    plugin.write_text(
+        "from registry import register\n\n\n"
+        "@register('analysis', 'broken')\n"
+        "class Broken:\n"
+        "    section = 'broken'\n\n"
+        "    def __call__(self, trained, figures):\n"
+        "        raise ValueError('the probe found no tasks')\n"
+    )
+    study = tmp_path / "broken.toml"
+    study.write_text(
+        f"""
+name = "broken"
+recipes = ["focal.gin"]
+envs = ["sparse_point_robot"]
+seeds = [0]
+scale = "tiny"
+retries = 0
+plugins = ["{plugin}"]
+analyses = ["broken"]
+bindings = ["task_data.root = '{tiny_data}'"]
+"""
+    )
+    records = tmp_path / "results" / "broken"
+    r = cli("sweep", str(study), "--out", str(tmp_path / "out"), "--records", str(records))
+    assert r.returncode != 0
+    assert "the analyses of 1 finished runs failed: focal-sparse_point_robot-s0" in r.stderr
+    assert (tmp_path / "out" / "runs" / "focal-sparse_point_robot-s0" / "eval.json").exists()
+    assert not (records / "runs.jsonl").exists()
+
+
 def test_a_study_takes_every_family_tools_run_takes(tmp_path):
     """A Meta-World family without a column file of its own (it reads its group's) is a study's
     env as it is tools/run.py's --env."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from components.reporting.paper import TABLE1, TABLE1_DENSE
-from components.reporting.readings import ceiling_of, comparable, last_meta_tests
+from components.reporting.readings import ceiling_of, comparable, last_meta_tests, normalised
 from components.reporting.tables import (
     RunGroups,
     Section,
@@ -44,7 +44,9 @@ class Returns:
     stratified-bootstrap interval; the paper's number (its scale; a labelled row is set beside
     its recipe's); the mean of each run's last three meta-tests; the fraction of the split's
     ceiling; the appendix sparse return ((r − g)/|g| above g) and its fraction; the mean std over
-    test tasks; the dense return; the training time."""
+    test tasks; the dense return; the training time. Meta-World runs are left to the `metaworld`
+    section: the paper's Table 1 has no Meta-World column, and their return is not
+    paper-comparable (they are read in normalised score)."""
 
     order = 10
     title = "Table 1: final test return, mean ± std over seeds and IQM [95% CI], beside the paper's"
@@ -52,6 +54,8 @@ class Returns:
     def __call__(self, runs: RunGroups) -> Section | None:
         rows = []
         for (env, scale, recipe), group in runs.items():
+            if normalised(group[0]) is not None:  # Meta-World: the `metaworld` section
+                continue
             task_stds = [r["eval"].get("test_return_std") for r in group]
             secs = [r["eval"]["train_seconds"] for r in group if "train_seconds" in r["eval"]]
             dense = [r["eval"].get("dense_return_mean") for r in group]
