@@ -104,7 +104,7 @@ def execute(args: argparse.Namespace) -> int:
     out.print(f"index: {escape(str(target / INDEX))}")
     if args.records:
         record(index, target, args, kept, study.plugins)
-    unanalysed = [r for r in index["runs"] if analysis_failed(r)]
+    unanalysed = [r for r in index["runs"] if r["name"] in index["analyses_failed"]]
     if index["failed"] or unanalysed:
         said = []
         if index["failed"]:
@@ -134,18 +134,13 @@ def record(index: dict, target: Path, args, kept: list[dict], plugins: Sequence[
         if r["status"] == "done"
         and r["run_dir"]
         and r["name"] not in recorded
-        and not analysis_failed(r)
+        and r["name"] not in index["analyses_failed"]
     ]
     if new:
         count = write_records(new, args.records, root=target / "runs", logs=args.logs, keep=kept)
         out.print(f"record: {escape(str(args.records))} ({count} runs)")
     if new or kept:
         report([args.records], out_dir=args.records / "report", plugins=plugins)
-
-
-def analysis_failed(entry: dict) -> bool:
-    """Whether an index entry's run trained but its study's analyses failed."""
-    return str(entry.get("analyses", "")).startswith("failed")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -213,7 +213,7 @@ def _unanalysed(run_dir: Path, names: tuple[str, ...]) -> tuple[str, ...]:
 
 def _index(study, backend_name, out, final, attempts, before, datasets, analysed) -> dict[str, Any]:
     """The index; a run skipped as finished keeps how it got there from the previous index."""
-    runs = []
+    runs, unanalysed = [], []
     for spec in study.runs():
         outcome = final[spec.name]
         how, tries = outcome.how, attempts[spec.name]
@@ -243,6 +243,8 @@ def _index(study, backend_name, out, final, attempts, before, datasets, analysed
                 if result is None or result.status == "done"
                 else (f"failed: {result.reason}")
             )
+            if entry["analyses"] != "done":
+                unanalysed.append(spec.name)
         runs.append(entry)
     failed = [r["name"] for r in runs if r["status"] != "done"]
     index = {
@@ -250,6 +252,7 @@ def _index(study, backend_name, out, final, attempts, before, datasets, analysed
         "backend": backend_name,
         "done": len(runs) - len(failed),
         "failed": failed,
+        "analyses_failed": unanalysed,  # trained, analyses not done: kept out of records
         "runs": runs,
     }
     if datasets:
