@@ -175,7 +175,8 @@ def _shows(link: Path, image: Path) -> bool:
         until = next((i for i, s in enumerate(after) if len(s) - len(s.lstrip("#")) <= level), None)
         text = "".join([found[0], *after[:until]])
     env = image.stem.split("-")[1]
-    names = {env, env.replace("_", "-"), env.removeprefix("ml1_").replace("_", "-")}
+    task = env.removeprefix("ml1pub_").removeprefix("ml1_")  # a Meta-World task by its name
+    names = {env, env.replace("_", "-"), task.replace("_", "-")}
     if not any(name in text.lower() for name in names):
         return False
     from_root = str(record.relative_to(ROOT))
