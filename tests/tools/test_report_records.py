@@ -12,6 +12,7 @@ import PIL
 import pytest
 from PIL import Image
 
+from components.reporting import metaworld
 from tests.conftest import ROOT, cli
 
 RESULTS = ROOT / "results"
@@ -175,7 +176,7 @@ def _shows(link: Path, image: Path) -> bool:
         until = next((i for i, s in enumerate(after) if len(s) - len(s.lstrip("#")) <= level), None)
         text = "".join([found[0], *after[:until]])
     env = image.stem.split("-")[1]
-    task = env.removeprefix("ml1pub_").removeprefix("ml1_")  # a Meta-World task by its name
+    task = metaworld.task_of(env).removeprefix("ml1_")  # a Meta-World task by its name
     names = {env, env.replace("_", "-"), task.replace("_", "-")}
     if not any(name in text.lower() for name in names):
         return False
