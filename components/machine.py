@@ -91,10 +91,16 @@ def describe() -> dict:
     return record
 
 
+def cpu(record: dict | None = None) -> str:
+    """The CPU as a record names it: 'AMD EPYC (AVX-512, bf16 units)' (one model name covers
+    machines with and without AVX-512 and bf16 units, which time and round differently)."""
+    r = describe() if record is None else record
+    bf16 = {True: "bf16 units", False: "no bf16 units", None: "bf16 units unknown"}
+    return f"{r['cpu']} ({r['vector_units']}, {bf16[r['bf16_units']]})"
+
+
 def summary(record: dict | None = None) -> str:
     """One line: 'AMD EPYC (AVX-512, bf16 units), 2 torch threads'."""
     r = describe() if record is None else record
-    bf16 = {True: "bf16 units", False: "no bf16 units", None: "bf16 units unknown"}
-    units = f"{r['vector_units']}, {bf16[r['bf16_units']]}"
-    line = f"{r['cpu']} ({units}), {r['torch_threads']} torch threads"
+    line = f"{cpu(r)}, {r['torch_threads']} torch threads"
     return line + (f", GPU {r['gpu']}" if r.get("gpu") else "")

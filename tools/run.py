@@ -80,6 +80,7 @@ from registry import (
     operative_config,
 )
 from registry.constraints import check_seed
+from registry.provenance import built_parts, config_digest, effective_bindings
 from registry.recipes import build_algorithm, find_recipe
 from registry.usage import check_used, provenance
 from registry.validation import shadowed_bindings
@@ -415,6 +416,7 @@ def train(
         for record, d in zip(records, run_dirs, strict=True):
             check_dataset(algorithm, record, d)
     else:  # a resumed run keeps its files until its checkpoint is accepted
+        configuration = configuration_record(exp.analyses)
         for seed, d in zip(seeds, run_dirs, strict=True):
             atomic_write_text(d / "config.gin", seed_config(seed, grouped))
             record = {
@@ -430,8 +432,9 @@ def train(
                 "sources": [_portable_source(s) for s in comp.sources],
                 "binding_sources": [binding.to_dict() for binding in provenance()],
                 "analyses": list(exp.analyses),  # run at its end; --resume finishes them
-                "commit": source_commit(),
+                **code_and_machine(),
                 "machine": machine.summary(),
+                **configuration,
                 **({"trained_with_seeds": list(seeds)} if grouped else {}),
                 **_dataset_record(algorithm),
             }
@@ -475,6 +478,29 @@ def check_every_binding_used(algorithm, analyses: Sequence[str]) -> None:
     except FocalppError:
         getattr(algorithm, "close", lambda: None)()
         raise
+
+
+def configuration_record(analyses: Sequence[str]) -> dict:
+    """What the run is built from (after its parts are built): every binding that took effect,
+    their digest, and the registered parts built, by kind (registry/provenance.py)."""
+    bindings = effective_bindings(later=analyses)
+    return {
+        "config_digest": config_digest(bindings),
+        "parts": built_parts(),
+        "effective_bindings": bindings,
+    }
+
+
+def code_and_machine() -> dict:
+    """The code and machine that train the run: the commit and whether the checkout had
+    uncommitted changes ('unknown' outside a git checkout), the CPU, the torch version."""
+    commit = source_commit()
+    return {
+        "commit": commit.rstrip("+") if commit else "unknown",
+        "clean": not commit.endswith("+") if commit else "unknown",
+        "cpu": machine.cpu(),
+        "torch": torch.__version__,
+    }
 
 
 def source_commit() -> str | None:

@@ -2,6 +2,8 @@
 
     results/<study>/
         runs.jsonl        one line per run: its choices, provenance and final numbers (COLUMNS)
+        configs.jsonl     each configuration its runs were built from: {"config_digest": ...,
+                          "bindings": {name: value}} (registry/provenance.py)
         meta_tests.jsonl  every meta-test of every run: {"run": name, "step": ..., ...}
         analyses.jsonl    each analysed run's analysis.json: {"run": name, "<analysis>": {...}}
         logs.tar.xz       optional: the runs' per-step training logs (their metrics.jsonl)
@@ -13,7 +15,13 @@
 --records); `read_records` gives the runs back as tools/report.py reads run directories
 (run.json's choices, eval.json as `eval`, analysis.json as `analysis`, the meta-tests as
 `metrics`), and refuses a damaged record by file and line: a missing column, a run listed
-twice, a non-finite score, an archive whose digest does not match.
+twice, a non-finite score, an archive whose digest does not match, a provenance field of the
+wrong type, a configuration whose bindings do not hash to its digest.
+
+A record holds one configuration per row: a run is refused where the record's runs of its row
+(recipe, label, environment, scale) were built from other bindings, naming those that differ,
+or from a configuration the record cannot show (runs recorded before configurations were):
+give the new runs a label of their own (`--label`, a study's `label`).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,8 +41,10 @@ from components.reporting.readings import comparable, last_meta_tests
 from components.reporting.run_dir import atomic_write_bytes, atomic_write_text
 from components.reporting.run_record import read_run_record
 from registry import FocalppError
+from registry.provenance import config_digest, differing
 
 RUNS, META_TESTS, ANALYSES = "runs.jsonl", "meta_tests.jsonl", "analyses.jsonl"
+CONFIGS = "configs.jsonl"
 LOGS, LOGS_DIGEST = "logs.tar.xz", "logs.sha256"
 
 # every line of runs.jsonl holds these; `final` and `last_three` are the paper-comparable
@@ -42,11 +53,17 @@ CHOICES = (
     "run", "recipe", "algorithm", "env", "scale", "seed", "label", "bindings", "plugins",
     "device", "dataset",
 )  # fmt: skip
-COLUMNS = (*CHOICES, "commit", "machine", "final", "last_three", "train_seconds", "eval")
+# what ran (UNKNOWN where a run recorded before a field existed cannot say): the commit and
+# whether its checkout was clean, the digest of the bindings that took effect, the registered
+# parts built by kind, the CPU, torch, the precision the loop used
+PROVENANCE = ("commit", "clean", "config_digest", "parts", "cpu", "torch", "precision")
+COLUMNS = (*CHOICES, *PROVENANCE, "machine", "final", "last_three", "train_seconds", "eval")
 SCORES = ("final", "last_three", "train_seconds")
+UNKNOWN = "unknown"
+ROW = ("recipe", "label", "env", "scale")  # the runs of one row share one configuration
 # run.json's keys a record keeps besides COLUMNS (the rest, e.g. each binding's source, is in
-# the run directory only)
-KEPT = ("precision", "trained_with_seeds", "analyses")
+# the run directory only); `recovered`: how a line made before PROVENANCE got its fields
+KEPT = ("trained_with_seeds", "analyses", "recovered")
 
 
 def is_records(path: Path) -> bool:
@@ -71,9 +88,11 @@ def write_records(
     """Write the compact record of `run_dirs` (each named by its path under `root`) to `out`,
     after the rows of `keep` (runs recorded before, with their meta-tests and analyses).
     Nothing is written unless every run reads whole; returns the number of runs."""
-    rows, meta_tests, analyses, names = [], [], [], set()
+    rows, meta_tests, analyses, names, configs = [], [], [], set(), {}
     for run in keep:
         rows.append(_row_of(run))
+        if run.get("config") is not None:
+            configs[run["config_digest"]] = run["config"]
         meta_tests += [{"run": run["run"], **m} for m in run["metrics"]]
         if run["analysis"]:
             analyses.append({"run": run["run"], **run["analysis"]})
@@ -87,7 +106,11 @@ def write_records(
             )
         names.add(name)
         run = _read_run_dir(Path(run_dir), name)
-        rows.append(_row_of(run))
+        row = _row_of(run)
+        check_same_configuration(row, run.get("effective_bindings"), rows, configs, out)
+        rows.append(row)
+        if run.get("effective_bindings") is not None:
+            configs[row["config_digest"]] = run["effective_bindings"]
         meta_tests += [{"run": name, **m} for m in run["metrics"]]
         if run["analysis"]:
             analyses.append({"run": name, **run["analysis"]})
@@ -100,9 +123,51 @@ def write_records(
         data = _tar_xz(archive)
         atomic_write_bytes(out / LOGS, data)
         atomic_write_text(out / LOGS_DIGEST, f"{hashlib.sha256(data).hexdigest()}  {LOGS}\n")
-    for name, lines in ((META_TESTS, meta_tests), (ANALYSES, analyses), (RUNS, rows)):
+    config_lines = [{"config_digest": d, "bindings": configs[d]} for d in sorted(configs)]
+    for name, lines in (
+        (META_TESTS, meta_tests),
+        (ANALYSES, analyses),
+        (CONFIGS, config_lines),
+        (RUNS, rows),
+    ):
         atomic_write_text(out / name, "".join(_line(x) for x in lines))  # runs.jsonl last
     return len(rows)
+
+
+def check_same_configuration(
+    row: dict, bindings: dict | None, rows: Sequence[dict], configs: dict, out: Path
+) -> None:
+    """Refuse `row` (a run about to join the record) where the record's runs of its row were
+    built from another configuration, naming the bindings that differ."""
+    same_row = [r for r in rows if all(r.get(k) == row.get(k) for k in ROW)]
+    if not same_row:
+        return
+    digest = row["config_digest"]
+    unknown = [r["run"] for r in same_row if r["config_digest"] == UNKNOWN]
+    relabel = (
+        "give the new runs a label of their own (`--label NAME`; in a study, `label = "
+        "'NAME'` in its [[runs]] table) or record them in a new record"
+    )
+    what = f"{row['recipe']} on {row['env']} at scale {row['scale']}" + (
+        f" labelled {row['label']!r}" if row["label"] else ""
+    )
+    if unknown or digest == UNKNOWN:
+        who = unknown[0] if unknown else row["run"]
+        raise FocalppError(
+            f"cannot add run {row['run']!r} to {out}: the record's runs of {what} (e.g. "
+            f"{who!r}) were recorded without a configuration digest, so they cannot be shown to "
+            f"be built like it; {relabel}"
+        )
+    other = next((r for r in same_row if r["config_digest"] != digest), None)
+    if other is None:
+        return
+    lines = differing(configs.get(other["config_digest"], {}), bindings or {})
+    shown = "\n  ".join(lines[:20]) + ("\n  ..." if len(lines) > 20 else "")
+    raise FocalppError(
+        f"cannot add run {row['run']!r} to {out}: the record's runs of {what} (e.g. "
+        f"{other['run']!r}) were built from other bindings (recorded v this run):\n  {shown}\n"
+        f"A row holds one configuration; {relabel}"
+    )
 
 
 def _line(record: dict) -> str:
@@ -125,7 +190,10 @@ def _row_of(run: dict[str, Any]) -> dict[str, Any]:
     """A run as one line of runs.jsonl: COLUMNS, then the kept keys it has."""
     defaults = {"label": "", "bindings": [], "plugins": [], "dataset": None}
     row = {k: run.get(k, defaults.get(k)) for k in CHOICES}
-    row["commit"], row["machine"] = run.get("commit"), run.get("machine")
+    for key in PROVENANCE:
+        value = run.get(key)
+        row[key] = UNKNOWN if value is None else value
+    row["machine"] = run.get("machine")
     row["final"] = comparable(run)
     meta_tests = len(run["metrics"])
     row["last_three"] = last_meta_tests(run) if meta_tests >= 3 else None
@@ -188,7 +256,17 @@ def read_records(study: Path) -> list[dict[str, Any]]:
                 raise FocalppError(
                     f"{where} has {key} = {value!r}, expected a finite number: {DAMAGED}"
                 )
+        check_provenance(row, where)
         runs[row["run"]] = {**row, "dir": study / row["run"], "metrics": [], "analysis": {}}
+    configs = read_configs(study)
+    for run in runs.values():
+        digest = run["config_digest"]
+        if digest != UNKNOWN and digest not in configs:
+            raise FocalppError(
+                f"{study / RUNS}: run {run['run']!r} has config_digest {digest[:12]}…, which "
+                f"{study / CONFIGS} does not hold: {DAMAGED}"
+            )
+        run["config"] = configs.get(digest)
     for name, key in ((META_TESTS, "metrics"), (ANALYSES, "analysis")):
         path = study / name
         for number, row in jsonl(path, DAMAGED) if path.is_file() else ():
@@ -205,6 +283,65 @@ def read_records(study: Path) -> list[dict[str, Any]]:
     if (study / LOGS).is_file() or (study / LOGS_DIGEST).is_file():
         check_logs(study)
     return list(runs.values())
+
+
+def read_configs(study: Path) -> dict[str, dict[str, str]]:
+    """digest -> bindings of a record's configs.jsonl (none in a record without one), each
+    checked to hash to its digest."""
+    path, configs = Path(study) / CONFIGS, {}
+    for number, line in jsonl(path, DAMAGED) if path.is_file() else ():
+        where = f"{path} line {number}"
+        digest, bindings = line.get("config_digest"), line.get("bindings")
+        if not isinstance(bindings, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()
+        ):
+            raise FocalppError(f"{where}: expected bindings as an object of texts; {DAMAGED}")
+        if digest != config_digest(bindings):
+            raise FocalppError(
+                f"{where}: its bindings do not hash to its config_digest {str(digest)[:12]}… "
+                f"(edited?); {DAMAGED}"
+            )
+        if digest in configs:
+            raise FocalppError(f"{where} gives configuration {digest[:12]}… again; {DAMAGED}")
+        configs[digest] = bindings
+    return configs
+
+
+def check_provenance(row: dict, where: str) -> None:
+    """The PROVENANCE fields of a runs.jsonl line have their types (UNKNOWN allowed)."""
+
+    def bad(key: str, expected: str) -> FocalppError:
+        return FocalppError(
+            f"{where} has {key} = {row[key]!r}, expected {expected} or {UNKNOWN!r}: {DAMAGED}"
+        )
+
+    for key, pattern in (("commit", _SHA1), ("config_digest", _SHA256)):
+        if row[key] != UNKNOWN and not (isinstance(row[key], str) and pattern.fullmatch(row[key])):
+            raise bad(key, "a hexadecimal digest")
+    if row["clean"] != UNKNOWN and not isinstance(row["clean"], bool):
+        raise bad("clean", "true or false")
+    for key in ("cpu", "torch"):
+        if not isinstance(row[key], str) or not row[key]:
+            raise bad(key, "a text")
+    parts = row["parts"]
+    if parts != UNKNOWN and not (
+        isinstance(parts, dict)
+        and parts
+        and all(
+            isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+            for names in parts.values()
+        )
+    ):
+        raise bad("parts", "an object of kind -> registered names")
+    precision = row["precision"]
+    if precision != UNKNOWN and not (
+        isinstance(precision, dict) and precision.get("precision") in PRECISIONS
+    ):
+        raise bad("precision", f"an object whose precision is one of {', '.join(PRECISIONS)}")
+
+
+_SHA1, _SHA256 = re.compile(r"[0-9a-f]{40}"), re.compile(r"[0-9a-f]{64}")
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 def check_logs(study: Path) -> bytes:

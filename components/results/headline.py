@@ -7,6 +7,11 @@ form: the seeds, P(a run of FOCAL++ beats a run of FOCAL) with its 95% interval 
 tasks, averaged over tasks with seeds resampled within each), and the verdict on the paper's
 claim that FOCAL++ is above. The score: Meta-World's normalised score, elsewhere the
 paper-comparable return of the final meta-test.
+
+What each cell trained is read from the records, never typed: the FOCAL++ encoder (the parts
+its runs built), the steps and the precision. A cell whose runs were built differently (two
+encoders, two precisions, two step counts, two configurations under one row) is refused,
+naming what differs (`components/reporting/builds.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 import numpy as np
 import tomllib
 
+from components.reporting.builds import check_one_build, encoder_name, precision_name, run_steps
 from components.reporting.intervals import improvement, verdict
 from components.reporting.readings import comparable, normalised
 from components.reporting.tables import Table, recipe_stem
@@ -33,8 +39,10 @@ COLUMNS = (
     "coupled rows: P(FOCAL++ > FOCAL)",
     "verdict",
     "FOCAL++ encoder",
+    "steps",
+    "precision",
 )
-KEYS = {"benchmark", "envs", "paper", "coupled", "encoder"}
+KEYS = {"benchmark", "envs", "paper", "coupled"}
 
 
 def read_spec(path: Path) -> list[dict[str, Any]]:
@@ -64,43 +72,73 @@ def headline(path: Path) -> Table:
     rows = []
     for bench in read_spec(path):
         cells: list[str] = [bench["benchmark"]]
-        seeds = "-"
+        seeds, encoders, steps, precisions = "-", {}, {}, {}
         for key, label in FORMS:
             if not bench.get(key):
                 cells += ["-", "-"]
                 continue
-            x, y = _scores(root / bench[key], bench["envs"], label)
+            (x, y), runs = _scores(root / bench[key], bench["envs"], label)
             p = improvement(x, y)
             cells += [p.format(), verdict(p, True)]
+            encoders[key] = encoder_name(runs[ROW])
+            steps[key] = run_steps(runs[ROW] + runs[AGAINST])
+            precisions[key] = precision_name(runs[ROW] + runs[AGAINST])
             if key == "paper":
                 tasks = x.shape[1]
                 seeds = f"{x.shape[0]} v {y.shape[0]}" + (f" × {tasks} tasks" if tasks > 1 else "")
-        rows.append((cells[0], seeds, *cells[1:], bench.get("encoder", "-")))
+        rows.append(
+            (
+                cells[0],
+                seeds,
+                *cells[1:],
+                *(_per_form(x) for x in (encoders, steps, precisions)),
+            )
+        )
     return Table(
         "Headline: does FOCAL++ beat FOCAL? P(a run of FOCAL++ beats a run of FOCAL)", COLUMNS, rows
     )
 
 
-def _scores(record: Path, envs: list[str], label: str) -> tuple[np.ndarray, np.ndarray]:
+def _per_form(values: dict[str, str]) -> str:
+    """One cell for both forms: the value, or `paper's value; coupled: its value`."""
+    if len(set(values.values())) <= 1:
+        return next(iter(values.values()), "-")
+    return "; ".join(v if k == "paper" else f"{k}: {v}" for k, v in values.items())
+
+
+def _scores(
+    record: Path, envs: list[str], label: str
+) -> tuple[tuple[np.ndarray, np.ndarray], dict[str, list[dict]]]:
     """[runs, tasks] scores of FOCAL++ and of FOCAL in the record's runs of `label` on `envs`
-    (as many runs per task as every task has)."""
+    (as many runs per task as every task has), and the runs each row read; each row's runs on
+    one environment must be one build."""
     grouped, _ = read_runs([record])
     found: dict[str, dict[str, list[float]]] = {ROW: {}, AGAINST: {}}
+    read: dict[str, list[dict]] = {ROW: [], AGAINST: []}
     for (env, _, _), group in grouped.items():
         stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
         if env in envs and stem in found and its_label == label:
+            check_one_build(group, f"{record}: the {stem} runs{_labelled(label)} on {env}")
             found[stem][env] = [_score(run) for run in group]
     arrays = []
     for stem in (ROW, AGAINST):
         missing = [env for env in envs if env not in found[stem]]
         if missing:
             raise FocalppError(
-                f"{record} holds no {stem} runs{f' labelled {label!r}' if label else ''} on "
+                f"{record} holds no {stem} runs{_labelled(label)} on "
                 f"{', '.join(missing)}: the headline file names the wrong record"
             )
         runs = min(len(found[stem][env]) for env in envs)
         arrays.append(np.array([found[stem][env][:runs] for env in envs]).T)
-    return arrays[0], arrays[1]
+    for (env, _, _), group in grouped.items():
+        stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
+        if env in envs and stem in read and its_label == label:
+            read[stem] += group[: min(len(found[stem][e]) for e in envs)]
+    return (arrays[0], arrays[1]), read
+
+
+def _labelled(label: str) -> str:
+    return f" labelled {label!r}" if label else ""
 
 
 def _score(run: dict) -> float:

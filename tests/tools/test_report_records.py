@@ -3,6 +3,7 @@ docs/ embeds come from registered sections, and every figure or record docs/ poi
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
@@ -138,6 +139,57 @@ def test_the_headline_in_the_readme_and_the_results_page_is_the_records():
         assert not more
     cells = [cell for line in table.splitlines()[2:] for cell in line.strip("|").split(" | ")]
     assert max(len(cell.strip()) for cell in cells) <= 40
+
+
+def test_a_headline_cell_of_two_builds_is_refused_naming_them(tmp_path):
+    """What a cell trained is read from its records: a row whose runs built two encoders (or
+    ran two precisions) is refused by the headline, naming what differs and the runs."""
+    import json
+    import shutil
+
+    record = tmp_path / "rows"
+    shutil.copytree(RESULTS / "ten_seeds" / "mujoco", record)
+    rows = [json.loads(x) for x in (record / "runs.jsonl").read_text().splitlines()]
+    spec = tmp_path / "headline.toml"
+    spec.write_text(
+        '[[benchmark]]\nbenchmark = "Walker"\nenvs = ["walker_params"]\npaper = "rows"\n'
+    )
+    good = cli("report", "--headline", str(spec))
+    assert good.returncode == 0, good.stderr
+    assert "| first edition | 25,000 | fp32 |" in good.stdout
+    for field, value, named in (
+        ("parts", {"context_encoder": ["attention_blocks"]}, "in parts"),
+        ("precision", {"precision": "bf16"}, "in precision"),
+    ):
+        edited = [dict(r) for r in rows]
+        victim = next(
+            r for r in edited if r["recipe"] == "focalpp.gin" and r["env"] == "walker_params"
+        )
+        victim[field] = value
+        (record / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in edited))
+        refused = cli("report", "--headline", str(spec))
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert named in refused.stderr and victim["run"] in refused.stderr
+
+
+def test_every_verdict_word_follows_the_one_rule():
+    """Each P [low, high] on the README's and the results page's tables stands beside the verdict
+    word the one rule gives it (components/reporting/intervals.verdict)."""
+    from components.reporting.intervals import Estimate, verdict
+
+    interval = re.compile(r"^(\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]$")
+    words = {"reproduced", "reversed", "same within noise"}
+    checked = 0
+    for page in (ROOT / "README.md", ROOT / "docs" / "RESULTS.md"):
+        for line in page.read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            for cell, word in itertools.pairwise(cells):
+                found = interval.match(cell)
+                if found and word in words:
+                    p, low, high = map(float, found.groups())
+                    assert verdict(Estimate(p, low, high), True) == word, (page.name, line)
+                    checked += 1
+    assert checked >= 10
 
 
 def test_every_verdict_shows_a_figure_of_the_study_it_cites():
