@@ -167,6 +167,52 @@ def bench_train(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     return rows
 
 
+def row_configs(quick: bool) -> list[StepConfig]:
+    """Every Table 1 row and baseline at the CPU scale in fp32 (MBML's two phases apart); the
+    tiny scale's FOCAL and FOCAL++ when `quick`."""
+    if quick:
+        return [StepConfig(row, f"{row}.gin", "tiny") for row in ("focal", "focalpp")]
+    configs = [StepConfig(row, f"{row}.gin", "cpu") for row in (*ROWS, *BASELINES)]
+    return configs + [
+        StepConfig(f"mbml {phase}", "mbml.gin", "cpu", phase=phase)
+        for phase in ("teachers", "student")
+    ]
+
+
+def bench_rows(quick: bool, figures_dir: Path | None = None) -> list[dict]:
+    """ms per training step of every row, and its ratio to FOCAL's in the same run: the rows
+    are timed in interleaved rounds (a block of steps each, round after round), so a change in
+    the machine's speed during the run reaches every row alike; each row's median over rounds."""
+    configs = row_configs(quick)
+    trainers = [build_trainer(config) for config in configs]
+    rounds, block = (2, 2) if quick else (7, 20)
+    times: list[list[float]] = [[] for _ in trainers]
+    for trainer in trainers:  # warm-up: first-call allocations, lazy modules
+        step_ms(trainer, 2, 1, 2, 5.0)
+    for _ in range(rounds):
+        for trainer, measured in zip(trainers, times, strict=True):
+            measured.append(step_ms(trainer, 0, 1, block, 60.0))
+    focal = float(np.median(times[0]))
+    rows = [
+        {
+            "config": config.name,
+            "recipe": config.recipe,
+            "scale": config.scale,
+            "precision": config.precision,
+            "ms_per_step": float(np.median(measured)),
+            "ms_per_step_rounds": measured,
+            "vs_focal": float(np.median(measured)) / focal,
+        }
+        for config, measured in zip(configs, times, strict=True)
+    ]
+    _table(
+        "rows: one training step of each row, fp32 (median of interleaved rounds)",
+        rows,
+        {"config": "{config}", "ms/step": "{ms_per_step:.1f}", "× focal": "{vs_focal:.2f}"},
+    )
+    return rows
+
+
 def _against_equal_work(rows: list[dict]) -> None:
     """`speedup_vs_equal_work` of the rows at the reference's sizes: (b)'s fp32 step in the
     same run over theirs. A ratio is only ever taken within one run on one machine."""
@@ -357,6 +403,7 @@ def scaling_figures(rows: list[dict], figures_dir: Path) -> list[Path]:
 
 SECTIONS = {
     "train": bench_train,
+    "rows": bench_rows,
     "encoder": bench_encoder,
     "precision": bench_precision,
     "eval": bench_eval,

@@ -22,6 +22,10 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
         assert row["single_steps_per_s"] > 0 and row["batched_sync_steps_per_s"] > 0
     assert "batched_async_steps_per_s" in rows["walker_params"]
     assert not any(name.startswith("ml1") for name in rows)  # quick: no Meta-World
+    focal, focalpp = report["sections"]["rows"]  # quick: the two rows at the tiny scale
+    assert (focal["config"], focalpp["config"]) == ("focal", "focalpp")
+    assert focal["vs_focal"] == 1.0 and focalpp["vs_focal"] > 0 and focalpp["ms_per_step"] > 0
+    assert focalpp["precision"] == "fp32" and len(focalpp["ms_per_step_rounds"]) == 2
     (collect,) = report["sections"]["collect"]
     assert collect["tasks"] == 100 and collect["env_steps_per_task"] == 60
     assert collect["batched_seconds"] > 0 and len(collect["sequential_seconds_measured"]) == 2
