@@ -17,7 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # sits above the parts it loads.
 LAYERS: list[tuple[str, ...]] = [
     ("registry",),
-    ("components.runtime", "components.transitions", "components.machine", "components.seeds"),
+    (
+        "components.runtime",
+        "components.transitions",
+        "components.machine",
+        "components.seeds",
+        "components.profiling",
+    ),
     ("components.envs", "components.reporting"),
     ("components.rl", "components.encoders", "components.objectives"),
     ("components.data",),

@@ -10,6 +10,9 @@ Sections (figures go to --figures DIR when given):
            peak; "× (b)": (b)'s time in the same run over the row's
   rows     every Table 1 row and baseline at the CPU scale in fp32, timed in interleaved
            rounds: ms / step and `vs_focal`, its time over focal's in the same run
+  profile  one training step of focal and of focalpp at the CPU scale in fp32, split into its
+           parts (context sampling, encoders, objective, critic, actor, optimiser steps, ...):
+           ms and ATen operations per part (+ PNG)
   encoder  FOCAL++'s context encoder at the paper's sizes: query and key passes, and the
            sequence-wise branch by this project's layer and by PyTorch's; fraction of peak
   precision  fp32 vs bf16 on four steps of different size, and what 'auto' picks

@@ -35,6 +35,7 @@ from components.encoders.ema import EMAEncoder
 from components.encoders.encoded import diagnostics
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
+from components.profiling import part
 from components.rl.brac import BRAC
 from components.seeds import SeedStreams, check_seed_batching, stack_modules
 from components.transitions import Transitions
@@ -202,14 +203,20 @@ class FocalTrainer(ContextLearner):
             return self._train_step()
 
     def _train_step(self) -> dict[str, torch.Tensor]:
-        tasks = self.sample_tasks(self.sizes.meta_batch, replace=self.tasks_with_replacement)
+        with part("context sampling"):
+            tasks = self.sample_tasks(self.sizes.meta_batch, replace=self.tasks_with_replacement)
         if self.reference is not None:  # a reference row: given z, only the actor-critic learns
             return self.agent.update(self.sample_rl(tasks), self.reference.train[tasks.flatten()])
-        context = self.sample_context(tasks)  # 1. query (and key) task vectors
-        query = self.encoder(self.layout.tensor(context))
+        with part("context sampling"):
+            context = self.sample_context(tasks)  # 1. query (and key) task vectors
+        with part("query encoder"):
+            query = self.encoder(self.layout.tensor(context))
         key = None
         if self.key_encoder is not None:
-            key = self.key_encoder(self.layout.tensor(self.sample_context(tasks)))
+            with part("context sampling"):
+                key_context = self.sample_context(tasks)
+            with part("key encoder"):
+                key = self.key_encoder(self.layout.tensor(key_context))
         embeddings = TaskEmbeddings(
             query=query.per_transition,
             query_mean=query.mean,
@@ -222,19 +229,28 @@ class FocalTrainer(ContextLearner):
             relabel=self.relabel_transitions,
         )
         # 2. the representation objective (and the encoder's own terms) -> the encoder's gradient
-        representation = dict(self.objective(embeddings)) if self.objective is not None else {}
-        representation.update(query.losses)
-        representation.update(diagnostics(query, len(self.seeds)))  # the gate's and z's health
+        with part("objective"):
+            representation = dict(self.objective(embeddings)) if self.objective is not None else {}
+            representation.update(query.losses)
+        with part("metrics"):
+            representation.update(diagnostics(query, len(self.seeds)))  # the gate's and z's health
         terms = [v for k, v in representation.items() if k.startswith("loss_")]
-        self.encoder_opt.zero_grad(set_to_none=True)
-        if terms:  # one value per seed for K seeds: their sum trains each on its own
-            sum(terms).sum().backward(retain_graph=not self.detach_z)
+        with part("optimiser steps"):
+            self.encoder_opt.zero_grad(set_to_none=True)
+        with part("encoder backward"):
+            if terms:  # one value per seed for K seeds: their sum trains each on its own
+                sum(terms).sum().backward(retain_graph=not self.detach_z)
         z = query.mean.detach() if self.detach_z else query.mean  # 3. the actor-critic
-        rl = self.agent.update(self.sample_rl(tasks), z)
-        self.encoder_opt.step()  # after the update: with detach_z=False the Q loss adds to it
+        with part("RL batch sampling"):
+            rl_batch = self.sample_rl(tasks)
+        rl = self.agent.update(rl_batch, z)
+        with part("optimiser steps"):
+            self.encoder_opt.step()  # after the update: with detach_z=False the Q loss adds to it
         if self.key_encoder is not None:  # 4. the key encoder follows (EMA)
-            self.key_encoder.update(self.encoder)
-        return {**{k: v.detach() for k, v in representation.items()}, **rl}
+            with part("target and EMA updates"):
+                self.key_encoder.update(self.encoder)
+        with part("metrics"):
+            return {**{k: v.detach() for k, v in representation.items()}, **rl}
 
     def encode_transitions(self, transitions: Transitions) -> torch.Tensor:
         """The query encoder's per-transition embeddings [T, N, Z] of transitions [T, N, ·]

@@ -20,6 +20,7 @@ import torch
 from components.benchmarks.encoder import bench_encoder, bench_precision
 from components.benchmarks.gpu import bench_gpu
 from components.benchmarks.limits import matmul_peak
+from components.benchmarks.profile import bench_profile
 from components.benchmarks.quality import bench_quality
 from components.benchmarks.seeds import bench_seeds, bench_seeds_eval
 from components.benchmarks.tables import console
@@ -404,6 +405,7 @@ def scaling_figures(rows: list[dict], figures_dir: Path) -> list[Path]:
 SECTIONS = {
     "train": bench_train,
     "rows": bench_rows,
+    "profile": bench_profile,
     "encoder": bench_encoder,
     "precision": bench_precision,
     "eval": bench_eval,

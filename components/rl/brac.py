@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from components.profiling import part
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.brac_losses import AlphaLoss, PolicyLoss, QLoss, ValueLoss
 from components.rl.divergence import DualKLCritic
@@ -192,31 +193,37 @@ class BRAC(nn.Module):
 
         if self.trains_divergence:
             for _ in range(self.divergence_steps):
-                with torch.no_grad():
-                    policy_action = self.policy(x).action
-                critic = self.divergence.loss(x, batch.action, policy_action)
-                terms |= step(self.divergence_opt, critic)
+                with part("divergence critic"):
+                    with torch.no_grad():
+                        policy_action = self.policy(x).action
+                    critic = self.divergence.loss(x, batch.action, policy_action)
+                    terms |= step(self.divergence_opt, critic)
 
-        terms |= step(self.q_opt, self.q_loss(self.q_values, self.v_target, x_q, batch, x_next))
+        with part("critic"):
+            terms |= step(self.q_opt, self.q_loss(self.q_values, self.v_target, x_q, batch, x_next))
 
-        sample = self.policy(x)
-        with frozen(self.q):  # the policy's gradient reaches Q's input, not its weights
-            q_new = self.q_values(x, sample.action).min(0).values  # [T, B]
-        alpha, divergence = self.alpha, torch.zeros_like(q_new)
-        if self.uses_divergence:
-            with frozen(self.divergence):
-                divergence = self.divergence.estimate(x, batch.action, sample.action)
-        value = self.value_loss(self.v, x, q_new, sample.log_prob, alpha, divergence)
-        terms |= step(self.v_opt, value)
-        policy = self.policy_loss(sample, q_new, alpha, divergence, batch.action)
-        terms |= step(self.policy_opt, policy)
+        with part("actor"):
+            sample = self.policy(x)
+            with frozen(self.q):  # the policy's gradient reaches Q's input, not its weights
+                q_new = self.q_values(x, sample.action).min(0).values  # [T, B]
+            alpha, divergence = self.alpha, torch.zeros_like(q_new)
+            if self.uses_divergence:
+                with frozen(self.divergence):
+                    divergence = self.divergence.estimate(x, batch.action, sample.action)
+        with part("value"):
+            value = self.value_loss(self.v, x, q_new, sample.log_prob, alpha, divergence)
+            terms |= step(self.v_opt, value)
+        with part("actor"):
+            policy = self.policy_loss(sample, q_new, alpha, divergence, batch.action)
+            terms |= step(self.policy_opt, policy)
         if self.alpha_loss is not None:
-            terms |= step(self.alpha_opt, self.alpha_loss(self.log_alpha, divergence))
-            if self.log_alpha_max is not None:
-                with torch.no_grad():
-                    self.log_alpha.clamp_(max=self.log_alpha_max)
+            with part("temperature"):
+                terms |= step(self.alpha_opt, self.alpha_loss(self.log_alpha, divergence))
+                if self.log_alpha_max is not None:
+                    with torch.no_grad():
+                        self.log_alpha.clamp_(max=self.log_alpha_max)
 
-        with torch.no_grad():
+        with part("target and EMA updates"), torch.no_grad():
             for target, online in zip(self.v_target.parameters(), self.v.parameters(), strict=True):
                 target.lerp_(online, self.tau)
         achieved = per_seed_mean(divergence, seed_count(self)).detach()

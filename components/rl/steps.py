@@ -13,13 +13,17 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from components.profiling import part
+
 
 def step(optimizer: torch.optim.Optimizer, terms: dict[str, torch.Tensor]) -> dict:
     """Minimise the `loss_*` terms with `optimizer`; return every term detached. In a
     seed-batched step a term is one value per seed; their sum trains each seed on its own."""
-    optimizer.zero_grad(set_to_none=True)
+    with part("optimiser steps"):
+        optimizer.zero_grad(set_to_none=True)
     sum(v for k, v in terms.items() if k.startswith("loss_")).sum().backward()
-    optimizer.step()
+    with part("optimiser steps"):
+        optimizer.step()
     return {k: v.detach() for k, v in terms.items()}
 
 

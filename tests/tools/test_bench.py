@@ -26,6 +26,12 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
     assert (focal["config"], focalpp["config"]) == ("focal", "focalpp")
     assert focal["vs_focal"] == 1.0 and focalpp["vs_focal"] > 0 and focalpp["ms_per_step"] > 0
     assert focalpp["precision"] == "fp32" and len(focalpp["ms_per_step_rounds"]) == 2
+    profiled = report["sections"]["profile"]  # quick: the tiny scale's two rows, by part
+    parts = {(r["config"], r["part"]) for r in profiled}
+    for part in ("context sampling", "query encoder", "critic", "actor", "optimiser steps"):
+        assert ("focal", part) in parts and ("focalpp", part) in parts, part
+    assert ("focalpp", "key encoder") in parts and ("focal", "key encoder") not in parts
+    assert all(r["ms"] >= 0 and r["ops"] >= 0 for r in profiled)
     (collect,) = report["sections"]["collect"]
     assert collect["tasks"] == 100 and collect["env_steps_per_task"] == 60
     assert collect["batched_seconds"] > 0 and len(collect["sequential_seconds_measured"]) == 2
@@ -72,6 +78,7 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
         "scaling-T.png",
         "scaling-E.png",
         "scaling-Z.png",
+        "profile-parts.png",
     }
 
 
