@@ -90,6 +90,14 @@ def mean(values, *, reps: int = REPS, seed: int = SEED) -> Estimate:
     return _estimate(_scores(values), lambda s: np.array([metrics.aggregate_mean(s)]), reps, seed)
 
 
+def difference(x, y, *, reps: int = REPS, seed: int = SEED) -> Estimate:
+    """mean(X) − mean(Y) over the runs of two rows, with its 95% interval (each row's seeds
+    resampled on their own)."""
+    return _estimate(
+        (_scores(x), _scores(y)), lambda a, b: np.array([a.mean() - b.mean()]), reps, seed
+    )
+
+
 def improvement(x, y, *, reps: int = REPS, seed: int = SEED) -> Estimate:
     """P(X > Y) + ½ P(X = Y) for a run X of one row and a run Y of another, with its 95%
     interval (each row's seeds resampled on their own). For [runs, tasks] arrays: averaged

@@ -12,6 +12,12 @@ What each cell trained is read from the records, never typed: the FOCAL++ encode
 its runs built), the steps and the precision. A cell whose runs were built differently (two
 encoders, two precisions, two step counts, two configurations under one row) is refused,
 naming what differs (`components/reporting/builds.py`).
+
+A benchmark may name the record of its floor and ceiling of task inference (`references`): then
+only the tasks where the two differ by their interval, in the benchmark's `measure` (its score,
+or `success rate`), enter its cells; the count of tasks says how many of the listed ones that
+is (at the CPU scale, on Meta-World's published recipe, the context can matter in score on
+reach-wall alone).
 """
 
 from __future__ import annotations
@@ -22,12 +28,16 @@ from typing import Any
 import numpy as np
 import tomllib
 
+from components.reporting import metaworld
 from components.reporting.builds import check_one_build, encoder_name, precision_name, run_steps
-from components.reporting.intervals import improvement, verdict
-from components.reporting.readings import comparable, normalised
+from components.reporting.intervals import REPS, improvement, verdict
+from components.reporting.readings import comparable, normalised, success
+from components.reporting.sections.metaworld_gap import context_can_matter
 from components.reporting.tables import Table, recipe_stem
 from components.results.runs import read_runs
 from registry import FocalppError
+
+CANNOT = "the context cannot matter here"
 
 FORMS = (("paper", ""), ("coupled", "coupled"))  # (the spec's key, the runs' label)
 ROW, AGAINST = "focalpp", "focal"
@@ -42,7 +52,8 @@ COLUMNS = (
     "steps",
     "precision",
 )
-KEYS = {"benchmark", "envs", "paper", "coupled"}
+KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure"}
+MEASURES = {"score": None, "success rate": success}  # None: the benchmark's own score
 
 
 def read_spec(path: Path) -> list[dict[str, Any]]:
@@ -54,6 +65,11 @@ def read_spec(path: Path) -> list[dict[str, Any]]:
     if not isinstance(rows, list) or not rows:
         raise FocalppError(f"{path} lists no [[benchmark]]: expected one table per benchmark")
     for number, row in enumerate(rows, 1):
+        if row.get("measure", "score") not in MEASURES:
+            raise FocalppError(
+                f"{path}: benchmark {number} has measure {row['measure']!r}; expected one of "
+                f"{', '.join(MEASURES)}"
+            )
         missing = {"benchmark", "envs", "paper"} - set(row)
         unknown = set(row) - KEYS
         if missing or unknown:
@@ -73,19 +89,28 @@ def headline(path: Path) -> Table:
     for bench in read_spec(path):
         cells: list[str] = [bench["benchmark"]]
         seeds, encoders, steps, precisions = "-", {}, {}, {}
+        measure = MEASURES[bench.get("measure", "score")]
+        envs = bench["envs"]
+        if bench.get("references"):
+            envs = [e for e in envs if _can_matter(root / bench["references"], e, measure)]
+        if not envs:
+            rows.append((cells[0], f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 6))
+            continue
         for key, label in FORMS:
             if not bench.get(key):
                 cells += ["-", "-"]
                 continue
-            (x, y), runs = _scores(root / bench[key], bench["envs"], label)
+            (x, y), runs = _scores(root / bench[key], envs, label, measure)
             p = improvement(x, y)
             cells += [p.format(), verdict(p, True)]
             encoders[key] = encoder_name(runs[ROW])
             steps[key] = run_steps(runs[ROW] + runs[AGAINST])
             precisions[key] = precision_name(runs[ROW] + runs[AGAINST])
             if key == "paper":
-                tasks = x.shape[1]
-                seeds = f"{x.shape[0]} v {y.shape[0]}" + (f" × {tasks} tasks" if tasks > 1 else "")
+                tasks, of = x.shape[1], len(bench["envs"])
+                seeds = f"{x.shape[0]} v {y.shape[0]}"
+                if of > 1:
+                    seeds += f" × {tasks} of {of} tasks" if tasks < of else f" × {tasks} tasks"
         rows.append(
             (
                 cells[0],
@@ -106,8 +131,22 @@ def _per_form(values: dict[str, str]) -> str:
     return "; ".join(v if k == "paper" else f"{k}: {v}" for k, v in values.items())
 
 
+def _can_matter(references: Path, env: str, measure) -> bool:
+    """Whether the floor and the ceiling of task inference on `env` differ in `measure` by their
+    interval (components/reporting/sections/metaworld_gap.py): elsewhere no order of two
+    context encoders says anything about their contexts."""
+    grouped, _ = read_runs([references])
+    found = {}
+    for (its_env, _, _), group in grouped.items():
+        if its_env == env and recipe_stem(group[0]) in metaworld.REFERENCES:
+            found[recipe_stem(group[0])] = [_score(run, measure) for run in group]
+    if set(found) != set(metaworld.REFERENCES):
+        raise FocalppError(f"{references} holds no floor and ceiling runs on {env}")
+    return context_can_matter(found[metaworld.FLOOR], found[metaworld.CEILING], REPS)[1]
+
+
 def _scores(
-    record: Path, envs: list[str], label: str
+    record: Path, envs: list[str], label: str, measure=None
 ) -> tuple[tuple[np.ndarray, np.ndarray], dict[str, list[dict]]]:
     """[runs, tasks] scores of FOCAL++ and of FOCAL in the record's runs of `label` on `envs`
     (as many runs per task as every task has), and the runs each row read; each row's runs on
@@ -119,7 +158,7 @@ def _scores(
         stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
         if env in envs and stem in found and its_label == label:
             check_one_build(group, f"{record}: the {stem} runs{_labelled(label)} on {env}")
-            found[stem][env] = [_score(run) for run in group]
+            found[stem][env] = [_score(run, measure) for run in group]
     arrays = []
     for stem in (ROW, AGAINST):
         missing = [env for env in envs if env not in found[stem]]
@@ -141,6 +180,8 @@ def _labelled(label: str) -> str:
     return f" labelled {label!r}" if label else ""
 
 
-def _score(run: dict) -> float:
+def _score(run: dict, measure=None) -> float:
+    if measure is not None:
+        return measure(run)
     score = normalised(run)
     return comparable(run) if score is None else score

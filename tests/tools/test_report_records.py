@@ -172,6 +172,31 @@ def test_a_headline_cell_of_two_builds_is_refused_naming_them(tmp_path):
         assert named in refused.stderr and victim["run"] in refused.stderr
 
 
+def test_a_headline_counts_only_the_tasks_where_the_context_can_matter(tmp_path):
+    """With the floor and ceiling's record named, a task enters a Meta-World cell only where
+    they differ by their interval in the cell's measure; a benchmark with none says so."""
+    spec = tmp_path / "headline.toml"
+    results = RESULTS.as_posix()
+    spec.write_text(
+        "".join(
+            f'[[benchmark]]\nbenchmark = "{name}"\nenvs = {envs}\npaper = '
+            f'"{results}/metaworld_published"\nreferences = '
+            f'"{results}/metaworld_published/references"\nmeasure = "{measure}"\n'
+            for name, envs, measure in (
+                ("score", '["ml1pub_sweep", "ml1pub_reach_wall"]', "score"),
+                ("success", '["ml1pub_push", "ml1pub_sweep"]', "success rate"),
+                ("none", '["ml1pub_sweep", "ml1pub_door_lock"]', "score"),
+            )
+        )
+    )
+    result = cli("report", "--headline", str(spec))
+    assert result.returncode == 0, result.stderr
+    rows = {line.split(" | ")[0].strip("| "): line for line in result.stdout.splitlines()}
+    assert "10 v 10 × 1 of 2 tasks | 0.81 [0.60, 0.97] | reproduced" in rows["score"]
+    assert "× 1 of 2 tasks" in rows["success"]
+    assert "0 of 2 tasks | the context cannot matter here" in rows["none"]
+
+
 def test_every_verdict_word_follows_the_one_rule():
     """Each P [low, high] on the README's and the results page's tables stands beside the verdict
     word the one rule gives it (components/reporting/intervals.verdict)."""

@@ -10,6 +10,7 @@ or None.
 import components.reporting.sections.attention
 import components.reporting.sections.ceilings
 import components.reporting.sections.context_grid
+import components.reporting.sections.metaworld_gap
 import components.reporting.sections.metaworld_scores
 import components.reporting.sections.ood
 import components.reporting.sections.orders

@@ -74,3 +74,31 @@ def test_probability_of_improvement_counts_what_rliable_computes():
         x = np.round(rng.normal(size=(n, tasks)), rng.integers(0, 3))  # rounded: ties
         y = x.copy() if n == m and rng.random() < 0.2 else np.round(rng.normal(size=(m, tasks)), 1)
         assert probability_of_improvement(x, y) == metrics.probability_of_improvement(x, y)
+
+
+def test_the_difference_of_means_and_its_interval():
+    from components.reporting.intervals import difference
+
+    gap = difference([1.0, 1.1, 0.9, 1.0], [0.0, 0.1, -0.1, 0.0])
+    assert gap.point == pytest.approx(1.0) and 0 < gap.low <= 1.0 <= gap.high
+    same = difference([0.5, 0.6, 0.4], [0.6, 0.4, 0.5])
+    assert same.low < 0 < same.high
+
+
+def test_the_context_can_matter_only_where_floor_and_ceiling_differ_by_the_interval():
+    """On the published recipe's committed references: knowing the goal lifts reach-wall's
+    score, not sweep's; push's success rate, not its score."""
+    from components.reporting.readings import normalised, success
+    from components.reporting.records import read_records
+    from components.reporting.sections.metaworld_gap import context_can_matter
+    from tests.conftest import ROOT
+
+    runs = read_records(ROOT / "results" / "metaworld_published" / "references")
+
+    def matters(env: str, read) -> bool:
+        rows = {r: [read(x) for x in runs if x["env"] == env and r in x["recipe"]]
+                for r in ("no_context", "oracle")}  # fmt: skip
+        return context_can_matter(rows["no_context"], rows["oracle"], 2000)[1]
+
+    assert matters("ml1pub_reach_wall", normalised) and not matters("ml1pub_sweep", normalised)
+    assert matters("ml1pub_push", success) and not matters("ml1pub_push", normalised)
