@@ -82,6 +82,8 @@ def build_trainer(config: StepConfig, device: str = "cpu", data_root: Path | Non
         seed_dirs=tuple(run_dir / f"s{s}" for s in seeds),
     )
     trainer = build_algorithm(comp.experiment, context)
+    if config.compile:  # what a run's loop does before its first step: compile the networks
+        trainer.loop.prepare(trainer)
     if config.phase == "student":
         trainer.step = trainer.teacher_steps
     return trainer
