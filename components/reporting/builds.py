@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from components.reporting.records import UNKNOWN
 from registry import FocalppError
 from registry.provenance import differing
+
+UNKNOWN = "unknown"  # a field a run recorded before it existed
 
 # the kinds that make an encoder and its objective what they are (each selected by a recipe's
 # reference, so also readable from runs recorded before the records named every part)
@@ -72,8 +73,9 @@ def check_one_build(runs: Sequence[dict], what: str) -> None:
         lines = differing(first.get("config") or {}, second.get("config") or {})
         shown = "\n  ".join(lines[:20]) or "(the record holds neither configuration)"
         raise FocalppError(
-            f"{what} were built from {len(digests)} configurations; {first['run']} v "
-            f"{second['run']}:\n  {shown}\nGive each configuration a row of its own (a label)"
+            f"{what} were built from other bindings ({len(digests)} configurations; "
+            f"{first['run']} v {second['run']}):\n  {shown}\nGive each configuration a row of "
+            "its own: a label (`--label NAME`; in a study, `label = 'NAME'`) or another record"
         )
 
 

@@ -36,12 +36,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from components.reporting.builds import UNKNOWN, check_one_build
 from components.reporting.metrics import jsonl, read_metrics
 from components.reporting.readings import comparable, last_meta_tests
 from components.reporting.run_dir import atomic_write_bytes, atomic_write_text
 from components.reporting.run_record import read_run_record
 from registry import FocalppError
-from registry.provenance import config_digest, differing
+from registry.provenance import config_digest
 
 RUNS, META_TESTS, ANALYSES = "runs.jsonl", "meta_tests.jsonl", "analyses.jsonl"
 CONFIGS = "configs.jsonl"
@@ -59,7 +60,6 @@ CHOICES = (
 PROVENANCE = ("commit", "clean", "config_digest", "parts", "cpu", "torch", "precision")
 COLUMNS = (*CHOICES, *PROVENANCE, "machine", "final", "last_three", "train_seconds", "eval")
 SCORES = ("final", "last_three", "train_seconds")
-UNKNOWN = "unknown"
 ROW = ("recipe", "label", "env", "scale")  # the runs of one row share one configuration
 # run.json's keys a record keeps besides COLUMNS (the rest, e.g. each binding's source, is in
 # the run directory only); `recovered`: how a line made before PROVENANCE got its fields
@@ -138,35 +138,25 @@ def check_same_configuration(
     row: dict, bindings: dict | None, rows: Sequence[dict], configs: dict, out: Path
 ) -> None:
     """Refuse `row` (a run about to join the record) where the record's runs of its row were
-    built from another configuration, naming the bindings that differ."""
+    built otherwise (`check_one_build`), or recorded without a configuration to compare."""
     same_row = [r for r in rows if all(r.get(k) == row.get(k) for k in ROW)]
     if not same_row:
         return
-    digest = row["config_digest"]
-    unknown = [r["run"] for r in same_row if r["config_digest"] == UNKNOWN]
-    relabel = (
-        "give the new runs a label of their own (`--label NAME`; in a study, `label = "
-        "'NAME'` in its [[runs]] table) or record them in a new record"
-    )
     what = f"{row['recipe']} on {row['env']} at scale {row['scale']}" + (
         f" labelled {row['label']!r}" if row["label"] else ""
     )
-    if unknown or digest == UNKNOWN:
-        who = unknown[0] if unknown else row["run"]
+    unknown = [r["run"] for r in same_row if r["config_digest"] == UNKNOWN]
+    if unknown or row["config_digest"] == UNKNOWN:
         raise FocalppError(
             f"cannot add run {row['run']!r} to {out}: the record's runs of {what} (e.g. "
-            f"{who!r}) were recorded without a configuration digest, so they cannot be shown to "
-            f"be built like it; {relabel}"
+            f"{(unknown or [row['run']])[0]!r}) were recorded without a configuration digest, "
+            "so they cannot be shown to be built like it; give the new runs a label of their "
+            "own (`--label NAME`; in a study, `label = 'NAME'`) or record them in a new record"
         )
-    other = next((r for r in same_row if r["config_digest"] != digest), None)
-    if other is None:
-        return
-    lines = differing(configs.get(other["config_digest"], {}), bindings or {})
-    shown = "\n  ".join(lines[:20]) + ("\n  ..." if len(lines) > 20 else "")
-    raise FocalppError(
-        f"cannot add run {row['run']!r} to {out}: the record's runs of {what} (e.g. "
-        f"{other['run']!r}) were built from other bindings (recorded v this run):\n  {shown}\n"
-        f"A row holds one configuration; {relabel}"
+    recorded = [{**r, "config": configs.get(r["config_digest"])} for r in same_row]
+    check_one_build(
+        [*recorded, {**row, "config": bindings}],
+        f"cannot add run {row['run']!r} to {out}: the record's runs of {what} and it",
     )
 
 

@@ -92,7 +92,7 @@ def headline(path: Path) -> Table:
         measure = MEASURES[bench.get("measure", "score")]
         envs = bench["envs"]
         if bench.get("references"):
-            envs = [e for e in envs if _can_matter(root / bench["references"], e, measure)]
+            envs = _where_context_can_matter(root / bench["references"], envs, measure)
         if not envs:
             rows.append((cells[0], f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 6))
             continue
@@ -131,18 +131,22 @@ def _per_form(values: dict[str, str]) -> str:
     return "; ".join(v if k == "paper" else f"{k}: {v}" for k, v in values.items())
 
 
-def _can_matter(references: Path, env: str, measure) -> bool:
-    """Whether the floor and the ceiling of task inference on `env` differ in `measure` by their
-    interval (components/reporting/sections/metaworld_gap.py): elsewhere no order of two
+def _where_context_can_matter(references: Path, envs: list[str], measure) -> list[str]:
+    """The `envs` on which the floor and the ceiling of task inference differ in `measure` by
+    their interval (components/reporting/sections/metaworld_gap.py): elsewhere no order of two
     context encoders says anything about their contexts."""
     grouped, _ = read_runs([references])
-    found = {}
-    for (its_env, _, _), group in grouped.items():
-        if its_env == env and recipe_stem(group[0]) in metaworld.REFERENCES:
-            found[recipe_stem(group[0])] = [_score(run, measure) for run in group]
-    if set(found) != set(metaworld.REFERENCES):
-        raise FocalppError(f"{references} holds no floor and ceiling runs on {env}")
-    return context_can_matter(found[metaworld.FLOOR], found[metaworld.CEILING], REPS)[1]
+    found: dict[str, dict[str, list[float]]] = {env: {} for env in envs}
+    for (env, _, _), group in grouped.items():
+        if env in found and recipe_stem(group[0]) in metaworld.REFERENCES:
+            found[env][recipe_stem(group[0])] = [_score(run, measure) for run in group]
+    kept = []
+    for env, refs in found.items():
+        if set(refs) != set(metaworld.REFERENCES):
+            raise FocalppError(f"{references} holds no floor and ceiling runs on {env}")
+        if context_can_matter(refs[metaworld.FLOOR], refs[metaworld.CEILING], REPS)[1]:
+            kept.append(env)
+    return kept
 
 
 def _scores(
@@ -152,14 +156,13 @@ def _scores(
     (as many runs per task as every task has), and the runs each row read; each row's runs on
     one environment must be one build."""
     grouped, _ = read_runs([record])
-    found: dict[str, dict[str, list[float]]] = {ROW: {}, AGAINST: {}}
-    read: dict[str, list[dict]] = {ROW: [], AGAINST: []}
+    found: dict[str, dict[str, list[dict]]] = {ROW: {}, AGAINST: {}}
     for (env, _, _), group in grouped.items():
         stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
         if env in envs and stem in found and its_label == label:
             check_one_build(group, f"{record}: the {stem} runs{_labelled(label)} on {env}")
-            found[stem][env] = [_score(run, measure) for run in group]
-    arrays = []
+            found[stem][env] = group
+    arrays, read = [], {}
     for stem in (ROW, AGAINST):
         missing = [env for env in envs if env not in found[stem]]
         if missing:
@@ -168,11 +171,9 @@ def _scores(
                 f"{', '.join(missing)}: the headline file names the wrong record"
             )
         runs = min(len(found[stem][env]) for env in envs)
-        arrays.append(np.array([found[stem][env][:runs] for env in envs]).T)
-    for (env, _, _), group in grouped.items():
-        stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
-        if env in envs and stem in read and its_label == label:
-            read[stem] += group[: min(len(found[stem][e]) for e in envs)]
+        read[stem] = [run for env in envs for run in found[stem][env][:runs]]
+        scores = [[_score(run, measure) for run in found[stem][env][:runs]] for env in envs]
+        arrays.append(np.array(scores).T)
     return (arrays[0], arrays[1]), read
 
 

@@ -9,11 +9,11 @@ import numpy as np
 
 from components.reporting import metaworld
 from components.reporting.intervals import difference
-from components.reporting.readings import normalised, success
+from components.reporting.readings import normalised
+from components.reporting.sections.metaworld_scores import MEASURES
 from components.reporting.tables import RunGroups, Section, table_or_none
 from registry import register
 
-MEASURES = {"normalised score": normalised, "success rate": success}
 CANNOT = "no: the context cannot matter here at this scale"
 
 
