@@ -69,7 +69,6 @@ def cli(
             text=True,
             env={**os.environ, "COLUMNS": "250", **(env or {})},
             cwd=cwd or ROOT,
-            timeout=300,
         )
     return _in_process(tool, list(args), env or {})
 

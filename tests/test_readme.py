@@ -36,7 +36,6 @@ def test_the_python_example_runs_as_written(tiny_data, tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=300,
         env={**os.environ, "FOCALPP_DATA": str(tiny_data), "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 0, done.stderr

