@@ -112,7 +112,7 @@ class Detached(nn.Module):
         (Unused, "transition_encoder", r"no gradient reaches \['spare.weight', 'spare.bias'\]"),
         (Unregistered, "transition_encoder", "as a parameter or a buffer, but offset: plain"),
         (Whole, "transition_encoder", "register it as kind 'context_encoder'"),
-        (BatchCentred, "transition_encoder", "embed each transition on its own"),
+        (BatchCentred, "transition_encoder", "compute each transition's embedding on its own"),
         (WrongShape, "context_encoder", "a per-transition encoder is kind 'transition_encoder'"),
         (BareTensor, "objective", r"a dict of named terms .* it returned a tensor of shape \[\]"),
         (NoLoss, "objective", r"its keys are \['spread'\]: nothing would be trained"),
@@ -288,3 +288,63 @@ def test_an_objective_is_probed_with_the_run_s_number_of_tasks():
     from components.objectives.classifier import TaskClassifier
 
     check(TaskClassifier, "objective", n_tasks=2, obs_dim=3, act_dim=2, latent_dim=5)
+
+
+# --- promises probed past initialisation ----------------------------------------------------
+
+
+class CumulativeGate(nn.Module):
+    """Scores each transition against the running sum of the batch before it: its multipliers
+    depend on the batch's order. Its last layer starts at zero, as the paper's identity at
+    initialisation asks of every gate, so at initialisation every multiplier is 1 whatever the
+    order."""
+
+    def __init__(self, *, width):
+        super().__init__()
+        self.score = nn.Sequential(nn.Linear(2 * width, 2), nn.Tanh(), nn.Linear(2, 1))
+        nn.init.zeros_(self.score[-1].weight)
+        nn.init.zeros_(self.score[-1].bias)
+
+    def forward(self, hidden):
+        state = hidden.mean(2)
+        before = state.cumsum(1)
+        return 2.0 * torch.sigmoid(self.score(torch.cat([state, before], -1)).squeeze(-1))
+
+
+class PositionalContext(nn.Module):
+    """A task vector that weighs transitions by their place in the batch, through a layer that
+    starts at zero."""
+
+    def __init__(self, *, sizes, latent_dim):
+        super().__init__()
+        self.net = nn.Linear(sum(sizes), latent_dim)
+        self.position = nn.Linear(1, 1)
+        nn.init.zeros_(self.position.weight)
+        nn.init.zeros_(self.position.bias)
+
+    def forward(self, context):
+        e = self.net(context)
+        place = torch.linspace(0, 1, e.shape[1])[None, :, None].expand(*e.shape[:2], 1)
+        w = (1.0 + torch.tanh(self.position(place))).squeeze(-1)
+        return Encoded(e, w, (w[..., None] * e).sum(1) / w.sum(1, keepdim=True))
+
+
+@pytest.mark.parametrize(
+    ("component", "kind", "message"),
+    [
+        (
+            CumulativeGate,
+            "block_gate",
+            r"same multiplier in any order of the batch.*with its parameters moved off",
+        ),
+        (
+            PositionalContext,
+            "context_encoder",
+            r"encode a context as a set.*changed the task vector .*with its parameters moved off",
+        ),
+    ],
+    ids=["gate by position, zero-initialised", "task vector by position, zero-initialised"],
+)
+def test_an_order_promise_is_probed_past_initialisation(component, kind, message):
+    with pytest.raises(ContractError, match=message):
+        check(component, kind)

@@ -358,6 +358,58 @@ def _nonfinite(value: Any) -> bool:
     return any(t.is_floating_point() and not torch.isfinite(t).all() for t in _tensors(value))
 
 
+# --- promises that must hold for every parameter value ---------------------------------------
+
+
+@contextmanager
+def perturbed(module: Any, seed: int = 7) -> Iterator[Any]:
+    """`module` with every parameter moved away from its initial value, restored on exit.
+
+    Residual branches and gates start at zero (the identity at initialisation that Theorem
+    3.3's proof assumes), and a zero layer hides whatever its inputs would do: a gate that
+    scores transitions by their position in the batch gives every one the same multiplier
+    until its last layer has learnt something. Order, permutation and shape promises are
+    therefore probed at initialisation and again here. The noise is a tenth of each
+    parameter's root mean square, plus 0.01 (so zero layers move too)."""
+    if not isinstance(module, nn.Module):
+        yield module
+        return
+    uninitialised = nn.parameter.UninitializedParameter
+    params = [
+        p for p in module.parameters() if not isinstance(p, uninitialised) and p.is_floating_point()
+    ]
+    saved = [p.detach().clone() for p in params]
+    perturb_(module, seed)
+    try:
+        yield module
+    finally:
+        with torch.no_grad():
+            for p, value in zip(params, saved, strict=True):
+                p.copy_(value)
+
+
+def perturb_(module: Any, seed: int) -> None:
+    """Move every initialised floating-point parameter of `module` by its own noise (see
+    `perturbed`), drawn from `seed` alone: the global random stream is left as it was."""
+    if not isinstance(module, nn.Module):
+        return
+    draws = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            if isinstance(p, nn.parameter.UninitializedParameter) or not p.is_floating_point():
+                continue
+            scale = 0.1 * (float(p.detach().float().pow(2).mean().sqrt()) + 0.1)
+            p.add_(scale * torch.randn(p.shape, generator=draws).to(p.dtype))
+
+
+def at_any_parameters(module: Any, promise: Callable[[Any, str], None]) -> None:
+    """Check `promise(module, when)` at the initial parameters and at perturbed ones (`when`
+    says which, for the message)."""
+    promise(module, "")
+    with perturbed(module):
+        promise(module, " (with its parameters moved off their initial values)")
+
+
 # --- how a part keeps its tensors ------------------------------------------------------------
 
 

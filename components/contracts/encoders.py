@@ -9,6 +9,7 @@ import torch
 
 from components.contracts.core import (
     Broken,
+    at_any_parameters,
     build,
     carries_gradient,
     contract,
@@ -154,32 +155,71 @@ def probe_transition_encoder(factory, given) -> None:
     finite_on(encoder, degenerate_contexts(sizes), lambda m, x: m(x), what)
     round_trip(make, encoder, lambda m: m(_context(sizes)))
     batches_like_singles(make, _seed_inputs(sizes), _forward, what="embeddings")
-    on_its_own(encoder, sizes)
+    at_any_parameters(encoder, lambda m, when: on_its_own(m, sizes, when))
 
 
-def on_its_own(encoder, sizes: Sequence[int]) -> None:
-    """A transition's embedding depends on that transition alone (evaluation mode, so dropout
-    draws nothing): the rest of its batch, and the other tasks, change nothing of it. What
-    looks across the batch is a context encoder's gate, never a transition encoder."""
+def _evaluated(module, *inputs):
+    """Outputs in evaluation mode (dropout draws nothing) without a graph, each call from the
+    same random state (a sampling encoder draws the same noise for the same inputs)."""
+    training, state = module.training, torch.get_rng_state()
+    module.eval()
+    try:
+        with torch.no_grad():
+            outputs = []
+            for x in inputs:
+                torch.set_rng_state(state)
+                outputs.append(module(x))
+            return outputs
+    finally:
+        module.train(training)
+        torch.set_rng_state(state)
+
+
+def on_its_own(encoder, sizes: Sequence[int], when: str = "", what: str = "embedding") -> None:
+    """A transition's output depends on that transition alone: the rest of its batch, and the
+    other tasks, change nothing of it. What looks across the batch is a context encoder's gate,
+    never a transition encoder or a tokenizer."""
     x = _context(sizes)
     others = x.clone()
     others[:, 1:] = _context(sizes, seed=1)[:, 1:]  # every transition but the first changed
     others[1:] = _context(sizes, seed=2)[1:]  # and every other task
-    training = encoder.training
-    encoder.eval()
-    try:
-        with torch.no_grad():
-            alone, among_others = encoder(x)[0, 0], encoder(others)[0, 0]
-    finally:
-        encoder.train(training)
+    alone, among_others = (out[0, 0] for out in _evaluated(encoder, x, others))
     if not torch.allclose(alone, among_others, rtol=1e-4, atol=1e-5):
         raise Broken(
-            "embed each transition on its own (the rest of the batch changes nothing of it)",
-            f"the first transition's embedding moved by {(alone - among_others).abs().max():.3g} "
-            "when the other transitions changed",
+            f"compute each transition's {what} on its own (the rest of the batch changes "
+            "nothing of it)",
+            f"the first transition's {what} moved by {(alone - among_others).abs().max():.3g} "
+            f"when the other transitions changed{when}",
             "pool or gate across the batch in a context encoder (kind 'context_encoder'), "
-            "not in the transition encoder",
+            "not per transition",
         )
+
+
+def _order(seed: int = 2) -> torch.Tensor:
+    return torch.randperm(B, generator=torch.Generator().manual_seed(seed))
+
+
+def order_free(encoder, sizes: Sequence[int], latent: int, when: str = "") -> None:
+    """A context is a set of transitions: permuting its batch leaves the task vector as it was
+    and permutes the per-transition embeddings and weights alike (Theorem 3.3's E[W(c) E(c)]
+    is an expectation over transitions, not a sequence)."""
+    x, order = _context(sizes), _order()
+    plain, permuted = _evaluated(encoder, x, x[:, order])
+    tensor(permuted.mean, (T, latent), f"the task vector z [T, Z]{when}")
+    moved = {
+        "the task vector": (permuted.mean, plain.mean),
+        "the per-transition embeddings": (permuted.per_transition, plain.per_transition[:, order]),
+        "the batch weights": (permuted.weights, plain.weights[:, order]),
+    }
+    for name, (got, want) in moved.items():
+        if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+            raise Broken(
+                "encode a context as a set (permuting its batch permutes the per-transition "
+                "outputs and leaves z as it was)",
+                f"permuting the batch changed {name} by {(got - want).abs().max():.3g}{when}",
+                "score a transition from its own content and order-free summaries of the batch "
+                "(a mean, a softmax over it), never from its position",
+            )
 
 
 @contract("context_encoder", ContextEncoder)
@@ -214,6 +254,7 @@ def probe_context_encoder(factory, given) -> None:
     finite_on(encoder, degenerate_contexts(sizes), lambda m, x: m(x), "an Encoded record")
     round_trip(make, encoder, lambda m: m(_context(sizes)))
     batches_like_singles(make, _seed_inputs(sizes), _forward, what="Encoded record")
+    at_any_parameters(encoder, lambda m, when: order_free(m, sizes, latent, when))
 
 
 @contract("attention", Attention)
@@ -238,6 +279,24 @@ def probe_attention(factory, given) -> None:
         return (torch.randn(T, B, latent, generator=torch.Generator().manual_seed(k)),)
 
     batches_like_singles(make, seeded, _forward, what="weights")
+    at_any_parameters(
+        gate, lambda m, when: _permutes_with_the_batch(m, embeddings, "weights", when)
+    )
+
+
+def _permutes_with_the_batch(gate, x: torch.Tensor, what: str, when: str = "") -> None:
+    """Permuting the batch permutes a gate's outputs [T, B] and changes nothing else."""
+    order = _order()
+    plain, permuted = _evaluated(gate, x, x[:, order])
+    tensor(permuted, (T, B), f"one of its {what} per transition [T, B]{when}")
+    if not torch.allclose(permuted, plain[:, order], rtol=1e-4, atol=1e-5):
+        raise Broken(
+            f"give each transition the same {what[:-1]} in any order of the batch",
+            f"permuting the batch changed the {what} beyond permuting them, by "
+            f"{(permuted - plain[:, order]).abs().max():.3g}{when}",
+            "score a transition from its own state and order-free summaries of the batch "
+            "(a mean), never from its position",
+        )
 
 
 @contract("block_gate", BlockGate)
@@ -256,14 +315,6 @@ def probe_block_gate(factory, given) -> None:
     multipliers = tensor(gate(x), (T, B), "one multiplier per transition [T, B]")
     if (multipliers < 0).any():
         raise Broken("return non-negative multipliers", "some multipliers are negative")
-    order = torch.randperm(B, generator=torch.Generator().manual_seed(2))
-    if not torch.allclose(gate(x[:, order]), multipliers[:, order], atol=1e-5):
-        raise Broken(
-            "give each transition the same multiplier in any order of the batch",
-            "permuting the batch changed the multipliers beyond permuting them",
-            "score a transition from its own state and order-free summaries of the batch "
-            "(a mean), never from its position",
-        )
     reaches((multipliers * torch.randn_like(multipliers)).sum(), gate, "the multipliers' gradient")
     kept_as_promised(gate, kept, "the gate")
     alike = x[:, :1].expand_as(x).clone()
@@ -272,6 +323,7 @@ def probe_block_gate(factory, given) -> None:
     )
     round_trip(make, gate, lambda m: m(x))
     batches_like_singles(make, lambda k: (hidden(10 + k),), _forward, what="multipliers")
+    at_any_parameters(gate, lambda m, when: _permutes_with_the_batch(m, x, "multipliers", when))
 
 
 @contract("tokenizer", Tokenizer)
@@ -294,3 +346,4 @@ def probe_tokenizer(factory, given) -> None:
     finite_on(tokenizer, degenerate_contexts(sizes), lambda m, x: m(x), "tokens [T, B, L, D]")
     round_trip(make, tokenizer, lambda m: m(_context(sizes)))
     batches_like_singles(make, _seed_inputs(sizes), _forward, what="tokens")
+    at_any_parameters(tokenizer, lambda m, when: on_its_own(m, sizes, when, what="tokens"))

@@ -5,7 +5,9 @@ own member does, with that seed's parameters and random draws, to fp32 tolerance
 Each probe of a kind calls `batches_like_singles` with how to build a member, how to draw one
 seed's inputs and how to call it; two members built under seeds 0 and 1 are stacked, their
 inputs folded seed-major, and the stacked member's outputs split per seed and compared with
-each single member's on its own inputs and random stream.
+each single member's on its own inputs and random stream. Each member's parameters are moved
+off their initial values first (`core.perturbed`): layers that start at zero are zero in every
+seed, and a stacking that mixed them up would go unseen.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import torch
 
-from components.contracts.core import Broken
+from components.contracts.core import Broken, perturb_
 from components.seeds import SeedStreams, drawing_from, stack_modules, whole_batches_seeds
 
 SEEDS = (0, 1)
@@ -48,6 +50,7 @@ def batches_like_singles(
         for seed in SEEDS:
             torch.manual_seed(seed)
             singles.append(make())
+            perturb_(singles[-1], 100 + seed)  # zero-initialised layers differ between seeds too
             streams.append(SeedStreams.capture())
             states.append(streams[-1].get_state())
         try:
