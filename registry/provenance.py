@@ -22,9 +22,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
-import gin.config
-
-from registry import usage
+from registry import gin_state, usage
 from registry.core import entries
 
 EXPERIMENT = "registry.experiment.experiment"
@@ -58,7 +56,7 @@ def parsed_bindings() -> dict[str, tuple[str, bool]]:
     """name -> (value as text, declared may-go-unused) of every binding parsed since the last
     `compose`, the per-run ones left out."""
     found = {}
-    for (scope, selector), params in gin.config._CONFIG.items():
+    for (scope, selector), params in gin_state.bindings():
         for arg, value in params.items():
             if (selector, arg) in PER_RUN:
                 continue
@@ -74,7 +72,7 @@ def effective_bindings(later: Sequence[str] = ()) -> dict[str, str]:
     `later`: registered names built afterwards, the run's analyses, which read theirs)."""
     built = usage._built(later)
     found = {}
-    for (scope, selector), params in gin.config._CONFIG.items():
+    for (scope, selector), params in gin_state.bindings():
         for arg, value in params.items():
             if (selector, arg) in PER_RUN:
                 continue
@@ -94,7 +92,7 @@ def built_parts() -> dict[str, list[str]]:
     calls; the experiment itself and what a dataset collection builds left out."""
     kinds = {e.gin_name: (e.kind, e.name) for e in entries()}
     parts: dict[str, set[str]] = {}
-    for _scope, selector in list(gin.config._OPERATIVE_CONFIG):
+    for (_scope, selector), _ in gin_state.built():
         if selector in kinds and kinds[selector][0] not in COLLECTION_KINDS:
             kind, name = kinds[selector]
             parts.setdefault(kind, set()).add(name)

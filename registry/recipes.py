@@ -34,7 +34,7 @@ import gin.config
 from gin import config_parser
 from gin import utils as gin_utils
 
-from registry import usage
+from registry import gin_state, usage
 from registry.catalog import bindable_arguments
 from registry.core import entries, get, names
 from registry.errors import FocalppError, RecipeError
@@ -348,7 +348,7 @@ def _parse(text: str, where: str, chain: tuple[Path, ...], marks: frozenset, num
     named = io.StringIO(text)
     named.name = where  # gin's messages then say "In file <where>"
     parser = config_parser.ConfigParser(named, gin.config.ParserDelegate(skip_unknown=False))
-    with gin.config._parse_scope() as context:
+    with gin_state.parse_scope() as context:
         for statement in parser:
             location = statement.location
             line = location.line_num if numbered else None
@@ -363,7 +363,7 @@ def _parse(text: str, where: str, chain: tuple[Path, ...], marks: frozenset, num
             else:
                 with gin_utils.try_with_location(location):
                     _bind(statement, Source(where, line, _written(location.line_content)), marks)
-        gin.config._IMPORTS.update(context.imports)
+        gin_state.add_imports(context.imports)
 
 
 def _import(statement: config_parser.ImportStatement, context, at: str) -> None:
@@ -411,7 +411,7 @@ def _include(name: str, where: str, line: int, chain: tuple[Path, ...], marks: f
     at = f"{where} line {line}" if line else where
     path = _find_include(name, chain[-1].parent if chain else None)
     if path is None:
-        searched = [p or "." for p in gin.config._LOCATION_PREFIXES]
+        searched = [p or "." for p in gin_state.search_path()]
         raise RecipeError(
             f"{at} includes {name!r}, which is not a file in {', '.join(map(str, searched))}"
             " (the recipes directory, the recipe's directory, the working directory)"
@@ -429,7 +429,7 @@ def _include(name: str, where: str, line: int, chain: tuple[Path, ...], marks: f
 
 
 def _find_include(name: str, beside: Path | None) -> Path | None:
-    prefixes = [""] if os.path.isabs(name) else list(gin.config._LOCATION_PREFIXES)
+    prefixes = [""] if os.path.isabs(name) else list(gin_state.search_path())
     for prefix in [*prefixes, *([str(beside)] if beside else [])]:
         candidate = Path(prefix, name)
         if candidate.is_file():
@@ -462,9 +462,9 @@ def _check_marks(marks: frozenset, path: Path, label: str) -> None:
     and hide nothing, but it would mislead a reader)."""
     for mark in sorted(marks):
         configurable, _, arg = mark.rpartition(".")
-        if gin.config._REGISTRY.get_match(mark) is not None:
+        if gin_state.configurable(mark) is not None:
             continue
-        found = gin.config._REGISTRY.get_match(configurable) if configurable else None
+        found = gin_state.configurable(configurable) if configurable else None
         if found is None or arg not in _parameters(found.wrapped):
             close = difflib.get_close_matches(mark.split(".")[0], [*names(), "experiment"], n=3)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -526,7 +526,7 @@ class _QuietMissingPaths(logging.Filter):
 @contextmanager
 def _search_paths(*dirs: Path) -> Iterator[None]:
     # gin has no public way to put a search path first or to remove one again.
-    prefixes = gin.config._LOCATION_PREFIXES
+    prefixes = gin_state.search_path()
     saved, saved_sys_path = list(prefixes), list(sys.path)
     prefixes[:0] = [str(d) for d in dirs]
     sys.path[:0] = [str(d) for d in dirs]

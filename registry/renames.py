@@ -15,6 +15,8 @@ import sys
 import gin
 import gin.config
 
+from registry import gin_state
+
 # (old configurable, old argument) -> (new configurable, new argument)
 RENAMED: dict[tuple[str, str], tuple[str, str]] = {
     **{
@@ -86,15 +88,15 @@ def renamed_binding(text: str) -> str:
 def legacy_config_str() -> str:
     """`gin.config_str()` with the moved bindings written back under `focal`, as a run
     composed before the renames recorded its configuration."""
-    focal = gin.config._REGISTRY.get_match("focal")
+    focal = gin_state.configurable("focal")
     if focal is None:
         return gin.config_str()
     back = {new: old for old, new in RENAMED.items()}
     legacy: dict = {}
-    for (scope, selector), params in gin.config._CONFIG.items():
+    for (scope, selector), params in gin_state.bindings():
         short = selector.rpartition(".")[2]
         for argument, value in params.items():
             old = back.get((short, argument))
             key = (scope, focal.selector) if old else (scope, selector)
             legacy.setdefault(key, {})[old[1] if old else argument] = value
-    return gin.config._config_str(legacy)
+    return gin_state.config_text(legacy)

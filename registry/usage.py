@@ -3,10 +3,10 @@
 `sequence_attention.d_model = 64` in a row that builds no sequence attention, or
 `nowhere/loop.steps = 3` in a scope nothing is built in, would otherwise be accepted in
 silence. gin records each call of a configurable with its scope and the values it used
-(`gin.config._OPERATIVE_CONFIG`); a binding `scope/name.arg` is read by a call whose scope it
-prefixes, unless a longer scope of that call binds `arg` too, or the caller passes `arg` itself
-(gin then leaves it out of the call's record). Call `unused_bindings` after the run's parts
-are built and before it trains.
+(its record of calls, `registry/gin_state.py`); a binding `scope/name.arg` is read by a call
+whose scope it prefixes, unless a longer scope of that call binds `arg` too, or the caller
+passes `arg` itself (gin then leaves it out of the call's record). Call `unused_bindings`
+after the run's parts are built and before it trains.
 
 Where each binding was written is recorded while recipes are parsed (`registry.recipes`): a
 file and line, or `--gin_param`. A shared recipe file that binds defaults for parts some rows
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import gin.config
 
+from registry import gin_state
 from registry.core import entries
 from registry.errors import RecipeError
 
@@ -122,7 +123,7 @@ def bindings_outside(selectors: Iterable[str], given: str) -> list[str]:
     allowed = set(selectors)
     return [
         _shown(scope, selector, arg, value, source)
-        for (scope, selector), params in gin.config._CONFIG.items()
+        for (scope, selector), params in gin_state.bindings()
         for arg, value in params.items()
         if (source := _SOURCES.get((scope, selector, arg))) is not None
         and source.where == given
@@ -133,8 +134,8 @@ def bindings_outside(selectors: Iterable[str], given: str) -> list[str]:
 def check_macros() -> None:
     """Every `%NAME` in a bound value names a macro the configuration defines (gin would fail
     only when the part reading it is built, with a traceback, or never if nothing reads it)."""
-    defined = {scope for scope, selector in gin.config._CONFIG if selector == MACRO}
-    for (scope, selector), params in list(gin.config._CONFIG.items()):
+    defined = {scope for (scope, selector), _ in gin_state.bindings() if selector == MACRO}
+    for (scope, selector), params in gin_state.bindings():
         for arg, value in params.items():
             for name in _macros_in(value):
                 if name in defined:
@@ -178,7 +179,7 @@ def unused_bindings(
     built = _built(later)
     read = set(read)
     found = []
-    for (scope, selector), params in gin.config._CONFIG.items():
+    for (scope, selector), params in gin_state.bindings():
         for arg, value in params.items():
             source = _SOURCES.get((scope, selector, arg))
             if source is not None and source.optional:
@@ -203,7 +204,7 @@ class _Every(dict):
 def _built(later: Sequence[str]) -> dict[str, list[tuple[str, dict]]]:
     """selector -> [(scope of a call, the values it read)], from gin's record of calls."""
     built: dict[str, list[tuple[str, dict]]] = {}
-    for (scope, selector), values in list(gin.config._OPERATIVE_CONFIG.items()):
+    for (scope, selector), values in gin_state.built():
         built.setdefault(selector, []).append((scope, values))
     for entry in entries():
         if entry.name in later:
@@ -269,7 +270,7 @@ def _longer_binding(scope: str, call_scope: str, selector: str, arg: str) -> boo
     parts = call_scope.split("/") if call_scope else []
     start = len(scope.split("/")) if scope else 0
     longer = ("/".join(parts[:i]) for i in range(start + 1, len(parts) + 1))
-    return any(arg in gin.config._CONFIG.get((p, selector), {}) for p in longer)
+    return any(arg in gin_state.bound_for(p, selector) for p in longer)
 
 
 def _shown(scope: str, selector: str, arg: str, value, source: Source | None) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import gin
 import gin.config
 
+from registry import gin_state
 from registry.constraints import Range
 from registry.core import entry_of
 from registry.errors import RecipeError
@@ -29,8 +30,8 @@ UNKNOWN = None  # _accepts' answer when it cannot judge
 
 def check_bindings() -> None:
     """Raise RecipeError for the first bound value that its parameter's annotation rules out."""
-    for (scope, selector), params in list(gin.config._CONFIG.items()):
-        configurable = gin.config._REGISTRY.get_match(selector)
+    for (scope, selector), params in gin_state.bindings():
+        configurable = gin_state.configurable(selector)
         if configurable is None:
             continue
         hints = _annotations(configurable.wrapped)
@@ -48,10 +49,10 @@ def shadowed_bindings() -> list[str]:
     scope that binds the same argument itself (call after building): `context_encoder.gate =
     @batch_gate` next to `a/context_encoder.gate` and `b/context_encoder.gate`, say."""
     built: dict[str, list[str]] = {}
-    for scope, selector in gin.config._OPERATIVE_CONFIG:
+    for (scope, selector), _ in gin_state.built():
         built.setdefault(selector, []).append(scope)
     found = []
-    for (scope, selector), params in gin.config._CONFIG.items():
+    for (scope, selector), params in gin_state.bindings():
         if scope or selector not in built:
             continue
         for arg in params:
@@ -72,7 +73,7 @@ def _scope_binds(scope: str, selector: str, arg: str) -> bool:
         return False
     parts = scope.split("/")
     prefixes = {"/".join(parts[: i + 1]) for i in range(len(parts))} | set(parts)
-    return any(arg in gin.config._CONFIG.get((p, selector), {}) for p in prefixes)
+    return any(arg in gin_state.bound_for(p, selector) for p in prefixes)
 
 
 def check_arguments(owner: str, function: Any, values: dict[str, Any]) -> None:
@@ -203,9 +204,7 @@ def _all(answers) -> bool | None:
 
 def _is_reference(value: Any) -> bool:
     """`@name`, `@name()` and `%macro` (gin parses macros as references too)."""
-    return isinstance(
-        value, (gin.config.ConfigurableReference, gin.config._UnknownConfigurableReference)
-    )
+    return isinstance(value, (gin.config.ConfigurableReference, gin_state.UnknownReference))
 
 
 def _describe(annotation: Any) -> str:

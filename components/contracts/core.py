@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from registry import FocalppError, entry_of
+from registry import FocalppError, entry_of, gin_state
 
 
 class ContractError(FocalppError):
@@ -117,7 +117,7 @@ def parts_of(factory: Any) -> list[tuple[Callable[..., Any], str, str]]:
     values = {k: p.default for k, p in params if p.default is not inspect.Parameter.empty}
     selector = entry.gin_name
     for scope in ["", *("/".join(scopes[: i + 1]) for i in range(len(scopes)))]:
-        values.update(gin.config._CONFIG.get((scope, selector), {}))
+        values.update(gin_state.bound_for(scope, selector))
     found = []
     for value in values.values():
         for item in value if isinstance(value, (list, tuple)) else [value]:
@@ -155,14 +155,8 @@ def _calls_unrecorded() -> Iterator[None]:
     """Leave gin's record of what was built (the operative config) as it was: the probes build
     parts at tiny sizes, outside the scopes of the run's own build, and what a binding
     configured is read from that record (registry.usage)."""
-    import gin.config
-
-    saved = {key: dict(values) for key, values in gin.config._OPERATIVE_CONFIG.items()}
-    try:
+    with gin_state.record_of_calls_kept():
         yield
-    finally:
-        gin.config._OPERATIVE_CONFIG.clear()
-        gin.config._OPERATIVE_CONFIG.update(saved)
 
 
 # --- checks the probes share -----------------------------------------------------------------
@@ -230,7 +224,6 @@ def _callable(factory: Any) -> Callable[..., Any]:
 
 def _bound_arguments(factory: Any) -> set[str]:
     """The arguments gin binds for `factory` (unscoped) in the configuration in force."""
-    import gin.config
 
     entry = entry_of(target_of(factory))
     if entry is None:
@@ -238,7 +231,7 @@ def _bound_arguments(factory: Any) -> set[str]:
     scopes = list(getattr(factory, "scopes", []))
     found = set()
     for scope in ["", *("/".join(scopes[: i + 1]) for i in range(len(scopes)))]:
-        found |= set(gin.config._CONFIG.get((scope, entry.gin_name), {}))
+        found |= set(gin_state.bound_for(scope, entry.gin_name))
     return found
 
 

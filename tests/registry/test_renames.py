@@ -8,7 +8,7 @@ import gin
 import pytest
 
 from components.reporting.checkpoint import check_fingerprint, config_fingerprint
-from registry import RecipeError, renames
+from registry import RecipeError, gin_state, renames
 from registry.catalog import bindable_arguments
 from registry.recipes import parse_bindings, parse_file
 from registry.renames import RENAMED, legacy_config_str
@@ -62,7 +62,7 @@ def test_every_rename_names_an_argument_that_exists():
 
 
 def _arguments(name: str) -> set[str]:
-    return {a.name for a in bindable_arguments(gin.config._REGISTRY.get_match(name).wrapped)}
+    return {a.name for a in bindable_arguments(gin_state.configurable(name).wrapped)}
 
 
 def test_mbml_reads_no_focal_binding(tiny_data, tmp_path):
