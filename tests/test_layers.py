@@ -86,3 +86,62 @@ def test_the_check_sees_a_wrong_import(tmp_path):
     path.write_text("def f():\n    from components.algorithms.focal import FocalTrainer\n")
     ((line, target),) = imports(path)
     assert line == 2 and RANK[package_of(target)] > RANK["components.rl"]
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """module -> the house's modules it imports (`from package import name` reaches the module
+    `package.name` where there is one, else the package's __init__)."""
+    known = {module for module, _ in sources()}
+    graph: dict[str, set[str]] = {}
+    for module, path in sources():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                inner = {f"{node.module}.{alias.name}" for alias in node.names}
+                targets |= (inner & known) or {node.module}
+        graph[module] = {t for t in targets & known if t != module}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle per strongly connected group of two or more modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other_round_a_circle():
+    """A circle (a imports b, b imports a, through functions or type hints too) ties two files
+    into one: neither can be read, tested or moved alone."""
+    assert _circles(_module_graph()) == []
+
+
+def test_the_circle_check_sees_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

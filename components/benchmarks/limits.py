@@ -1,8 +1,10 @@
-"""The machine's own limits: matmul throughput at the training step's shapes, and the
-step's floating-point operations counted by torch's FLOP counter."""
+"""The machine's own limits: matmul throughput at the training step's shapes, the step's
+floating-point operations counted by torch's FLOP counter, and a command's peak memory."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -51,3 +53,19 @@ def count_flops(step: Callable[[], object]) -> int:
     with FlopCounterMode(display=False) as counter:
         step()
     return int(counter.get_total_flops())
+
+
+def peak_rss_kib(command: list[str]) -> int:
+    """Peak resident KiB of `command`, measured by a fresh parent (RUSAGE_CHILDREN is the
+    maximum over every child a process ever waited for)."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "sys.stderr.write(done.stderr[-2000:])\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(done.returncode)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the measured run failed: {done.stderr}")
+    return int(done.stdout.split()[-1])

@@ -8,7 +8,6 @@ smoke-test sizes (the tiny scale), where the figures mean nothing.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,7 +18,7 @@ import torch
 
 from components.benchmarks.encoder import bench_encoder, bench_precision
 from components.benchmarks.gpu import bench_gpu
-from components.benchmarks.limits import matmul_peak
+from components.benchmarks.limits import matmul_peak, peak_rss_kib
 from components.benchmarks.profile import bench_profile
 from components.benchmarks.quality import bench_quality
 from components.benchmarks.seeds import bench_seeds, bench_seeds_eval
@@ -296,7 +295,7 @@ def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             for b in bindings:
                 command += ["--gin_param", b]
             start = time.perf_counter()
-            peak_kib = _peak_rss_kib(command)
+            peak_kib = peak_rss_kib(command)
             record = json.loads((Path(tmp) / "run" / "run.json").read_text())
         rows.append(
             {
@@ -323,22 +322,6 @@ def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         },
     )
     return rows
-
-
-def _peak_rss_kib(command: list[str]) -> int:
-    """Peak resident KiB of `command`, measured by a fresh parent (RUSAGE_CHILDREN is the
-    maximum over every child a process ever waited for)."""
-    probe = (
-        "import resource, subprocess, sys\n"
-        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-        "sys.stderr.write(done.stderr[-2000:])\n"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-        "sys.exit(done.returncode)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"the measured run failed: {done.stderr}")
-    return int(done.stdout.split()[-1])
 
 
 SWEEPS = {

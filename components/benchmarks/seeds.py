@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from components.benchmarks.limits import peak_rss_kib
 from components.benchmarks.tables import table
 from components.benchmarks.training import StepConfig, build_trainer, step_ms
 
@@ -27,8 +28,6 @@ RECIPES = ("focal.gin", "focalpp.gin")
 
 
 def bench_seeds(quick: bool, figures_dir: Path | None = None) -> list[dict]:
-    from components.benchmarks.sections import _peak_rss_kib  # the memory section's probe
-
     k = 2 if quick else 8
     scale = "tiny" if quick else "cpu"
     warmup, repeats, block = (1, 2, 2) if quick else (5, 5, 20)
@@ -45,7 +44,7 @@ def bench_seeds(quick: bool, figures_dir: Path | None = None) -> list[dict]:
                            "--scale", scale, *which, "--out", f"{tmp}/runs",
                            "--gin_param", "loop.steps = 20", "--gin_param", "loop.eval_every = 0",
                            "--gin_param", "loop.precision = 'fp32'"]  # fmt: skip
-                peaks.append(_peak_rss_kib(command) / 2**20)
+                peaks.append(peak_rss_kib(command) / 2**20)
         rows.append(
             {
                 "recipe": recipe,

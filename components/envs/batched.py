@@ -17,14 +17,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gymnasium
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-if TYPE_CHECKING:
-    from components.envs.family import EnvFamily, Task
+Task = dict[str, Any]  # one task's parameters, as a family lists them
+
+
+class Family(Protocol):
+    """What a batched env reads of its family (an `EnvFamily`; family.py makes batched envs,
+    so this file names only what it needs, never the class)."""
+
+    gym_id: str
+    horizon: int
+    has_success: bool
+
+    def gym_kwargs(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -58,7 +68,7 @@ class VectorBatchedEnv:
 
     def __init__(
         self,
-        family: EnvFamily,
+        family: Family,
         tasks: Sequence[Task],
         *,
         asynchronous: bool = False,
