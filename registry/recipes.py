@@ -63,6 +63,8 @@ class Composition:
     sources: tuple[str, ...]
     experiment: Experiment
     overridden: tuple[str, ...] = ()  # the row's bindings that a column or scale file changed
+    bindings: tuple[str, ...] = ()  # the extra bindings asked for (`--gin_param`), as given
+    plugins: tuple[str, ...] = ()  # the plugins imported first, as given
 
 
 def compose(
@@ -116,7 +118,14 @@ def compose(
         [f"experiment.seed = {chosen.seed}", f"experiment.device = {chosen.device!r}"],
         "the run's resolved seed and device",
     )
-    return Composition(recipe_path, tuple(sources), chosen, overridden_row_bindings(recipes_dir))
+    return Composition(
+        recipe_path,
+        tuple(sources),
+        chosen,
+        overridden_row_bindings(recipes_dir),
+        tuple(bindings),
+        tuple(plugins),
+    )
 
 
 def overridden_row_bindings(recipes_dir: Path) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ package or from a lower layer, never from a higher one, so no two packages impor
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
         "components.machine",
         "components.seeds",
         "components.profiling",
+        "components.commands",
     ),
     ("components.envs", "components.reporting"),
     ("components.rl", "components.encoders", "components.objectives"),
@@ -30,9 +32,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("components.evaluation",),
     ("components.contracts",),
     ("components.algorithms",),
+    ("components.experiment",),
     ("components.benchmarks", "components.sweep"),
     ("components.results",),
     ("components",),
+    ("components.cli",),
     ("tools",),
 ]
 RANK = {package: rank for rank, layer in enumerate(LAYERS) for package in layer}
@@ -145,3 +149,41 @@ def test_no_modules_import_each_other_round_a_circle():
 
 def test_the_circle_check_sees_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _tool_paths(path: Path) -> list[tuple[int, str]]:
+    """Where a module builds a path into tools/: `... / "tools"` (a path join), or an argv list
+    holding `tools/<name>.py`. Messages that tell a user which tool to run are left alone."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Constant) and side.value == "tools":
+                    found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            for item in node.elts:
+                text = ast.unparse(item)
+                if re.search(r"tools[/\\][\w{}]+\.py", text):
+                    found.append((node.lineno, text))
+    return found
+
+
+def test_the_library_never_reaches_into_tools():
+    """tools/ is the top floor: the library runs a command as `python -m components.cli.<tool>`
+    (components/commands.py), never a file under tools/ (a path the import graph cannot see)."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}: {text}"
+        for module, path in sources()
+        if not module.startswith("tools")
+        for line, text in _tool_paths(path)
+    ]
+    assert wrong == [], "the library names a file under tools/:\n" + "\n".join(wrong)
+
+
+def test_the_tools_check_sees_a_path_into_tools(tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text(
+        'import sys\nROOT = None\ncmd = [sys.executable, str(ROOT / "tools" / "run.py")]\n'
+        'other = [sys.executable, "tools/collect.py"]\n'
+    )
+    assert sorted(line for line, _ in _tool_paths(path)) == [3, 4]

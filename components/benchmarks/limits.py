@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from components.commands import tool_env
+
 
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
@@ -65,7 +67,9 @@ def peak_rss_kib(command: list[str]) -> int:
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
         "sys.exit(done.returncode)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *command], capture_output=True, text=True, env=tool_env()
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the measured run failed: {done.stderr}")
     return int(done.stdout.split()[-1])

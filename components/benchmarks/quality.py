@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from components.commands import tool_command, tool_env
 from components.reporting.paper import TABLE1
 
 console = Console(highlight=False, width=max(120, Console().width))
@@ -37,11 +37,11 @@ def time_to_target(bindings: tuple[str, ...], target: float, quick: bool) -> dic
     scale = "tiny" if quick else "cpu"
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        command = [sys.executable, str(ROOT / "tools" / "run.py"), "--recipe", "focalpp.gin"]
+        command = [*tool_command("run"), "--recipe", "focalpp.gin"]
         command += ["--scale", scale, "--out", str(run_dir)]
         for binding in (f"loop.eval_every = {1 if quick else 1000}", *bindings):
             command += ["--gin_param", binding]
-        env = {**os.environ, "FOCALPP_DATA": str(Path(tmp) / "data")}
+        env = tool_env({**os.environ, "FOCALPP_DATA": str(Path(tmp) / "data")})
         start = time.perf_counter()
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         reached, best, metric = None, (float("-inf"), 0), None

@@ -8,7 +8,6 @@ smoke-test sizes (the tiny scale), where the figures mean nothing.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from components.benchmarks.training import (
     step_ms,
     sweep_step_ms,
 )
+from components.commands import tool_command
 from components.reporting import figures
 from components.reporting.paper import ROWS
 
@@ -283,8 +283,7 @@ def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         with tempfile.TemporaryDirectory() as tmp:
             bindings = [*sizes, f"loop.steps = {steps}", "loop.eval_every = 0"]
             command = [
-                sys.executable,
-                str(ROOT / "tools" / "run.py"),
+                *tool_command("run"),
                 "--recipe",
                 recipe,
                 "--scale",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ import torch
 from components.benchmarks.limits import peak_rss_kib
 from components.benchmarks.tables import table
 from components.benchmarks.training import StepConfig, build_trainer, step_ms
+from components.commands import tool_command
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ("focal.gin", "focalpp.gin")
@@ -40,7 +40,7 @@ def bench_seeds(quick: bool, figures_dir: Path | None = None) -> list[dict]:
         peaks = []
         for which in (["--seed", "0"], ["--seeds", f"0-{k - 1}"]):
             with tempfile.TemporaryDirectory() as tmp:
-                command = [sys.executable, str(ROOT / "tools" / "run.py"), "--recipe", recipe,
+                command = [*tool_command("run"), "--recipe", recipe,
                            "--scale", scale, *which, "--out", f"{tmp}/runs",
                            "--gin_param", "loop.steps = 20", "--gin_param", "loop.eval_every = 0",
                            "--gin_param", "loop.precision = 'fp32'"]  # fmt: skip

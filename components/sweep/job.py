@@ -17,16 +17,15 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from components.commands import tool_command, tool_env
 from components.reporting.checkpoint import CHECKPOINT
 from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec, SeedGroupSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ROOT / "tools"
 USER_ERROR = 2  # tools/run.py's exit status for a bad recipe, binding or dataset
 # In the study directory while a study runs, once one of its jobs was refused for bad input:
 # the reason. Jobs not yet started then start no process (the same recipe, bindings or data
@@ -182,16 +181,17 @@ def _execute_group(job: Job, lock_fd: int) -> Outcome:
 
 
 def _subprocess(job: Job, args: list[str], lock_fd: int) -> subprocess.CompletedProcess:
-    """`tools/<tool>.py ARGS` with the job's thread budget; output appended to its log."""
+    """`tools/<tool>.py ARGS` (as `python -m components.cli.<tool>`) with the job's thread
+    budget; output appended to its log."""
     job.log.parent.mkdir(parents=True, exist_ok=True)
     threads = str(job.threads)
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+    env = tool_env({**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
     env["COLUMNS"] = "200"
     with open(job.log, "a", encoding="utf-8") as log:
         log.write(f"$ tools/{job.spec.tool}.py {' '.join(args)}\n")
         log.flush()
         proc = subprocess.run(
-            [sys.executable, str(TOOLS / f"{job.spec.tool}.py"), *args],
+            tool_command(job.spec.tool, args),
             stdout=log,
             stderr=subprocess.PIPE,
             text=True,

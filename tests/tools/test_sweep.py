@@ -43,7 +43,8 @@ bindings = [
 
 
 def run_pid(run_dir: Path) -> int | None:
-    """The pid of the tools/run.py process working in `run_dir`, if one is running."""
+    """The pid of the run process (`python -m components.cli.run`, as a study starts it)
+    working in `run_dir`, if one is running."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -51,7 +52,7 @@ def run_pid(run_dir: Path) -> int | None:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"run.py" in b" ".join(argv) and str(run_dir).encode() in argv:
+        if b"components.cli.run" in argv and str(run_dir).encode() in argv:
             return int(proc.name)
     return None
 

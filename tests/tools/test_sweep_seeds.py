@@ -22,8 +22,8 @@ def grouped_study(path: Path, data_root: Path, k: int = 2, seeds=(0, 1, 2)) -> P
 
 
 def kill_group_when_logged(out: Path, run_dir: Path, step: int, proc) -> None:
-    """SIGKILL the tools/run.py process training in the study `out` once `run_dir` has
-    logged `step` (a group's command line names its directories by a template)."""
+    """SIGKILL the run process (`python -m components.cli.run`) training in the study `out` once
+    `run_dir` has logged `step` (a group's command line names its directories by a template)."""
     while True:  # until the step is logged or the process ends (no clock: load varies)
         assert proc.poll() is None, proc.communicate()
         if any(logged >= step for logged in logged_steps(run_dir)):
@@ -32,7 +32,7 @@ def kill_group_when_logged(out: Path, run_dir: Path, step: int, proc) -> None:
                     argv = (pid / "cmdline").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                if any(b"run.py" in a for a in argv) and any(str(out).encode() in a for a in argv):
+                if b"components.cli.run" in argv and any(str(out).encode() in a for a in argv):
                     os.kill(int(pid.name), signal.SIGKILL)
                     return
         time.sleep(0.02)

@@ -1,0 +1,263 @@
+"""Run one experiment from a recipe.
+
+    python tools/run.py --recipe recipes/focalpp_seqwise.gin [--env NAME] [--scale NAME]
+        [--seed N] [--device auto|cpu|cuda] [--gin_param 'name.arg = value' ...]
+        [--plugin MODULE_OR_FILE ...]
+        [--out DIR] [--label NAME] [--dry-run] [--debug]
+    python tools/run.py --recipe RECIPE --seeds 0-7 [--out PARENT] ...
+    python tools/run.py --resume RUN_DIR [RUN_DIR ...]
+
+Resolves the recipe (recipe → envs/<env>.gin → scales/<scale>.gin → --seed → --gin_param), prints
+the resolved choices, creates a fresh run directory, writes the operative `config.gin` and
+`run.json` (recipe, env, scale, seed, device) once the algorithm has built its parts, runs it and
+prints its headline last.
+
+A recipe (or `--gin_param`) may bind `experiment.analyses = ['context_grid', ...]`: registered
+analyses of `tools/analyze.py`, run on the finished run and merged into its analysis.json (the
+successors' recipes ask for the context grid).
+
+`--resume RUN_DIR` continues a run that was stopped (Ctrl-C, SIGTERM, a crash, a killed
+machine) from its last checkpoint, with the choices recorded in its run.json; a finished run is
+reported, and left alone but for the end-of-run analyses it asked for and has no result of
+(stopped while they ran: they run now). Where the run's recipe or plugin file has moved,
+`--recipe NEW_PATH` or `--plugin NEW_PATH` says where it is now. One process trains in a run
+directory at a time: a run holds RUN_DIR/.lock while it trains, and a second resume of it is
+refused.
+
+`--seeds 0-7` (or `0,3,5`, `0-3,8`) trains the recipe with each of these seeds in one process,
+as one seed-batched model (components/seeds; docs/SWEEPS.md says when it pays). Each seed gets
+a run directory of its own (`PARENT/<recipe>-<env>-s<seed>` with `--out PARENT`, the name given
+with `--out 'DIR/NAME-s{seed}'`, else under `--runs-root` as a single run's) holding a single
+run's records, so reports and analyses read the K runs as K runs. `--resume` with those
+directories continues them together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from components.contracts import check
+from components.evaluation.analyses import check_names
+from components.experiment.resume import check_one_recipe, recorded_run
+from components.experiment.run import Finished, new_run_dirs, run_analyses, train
+from components.reporting.console import err, out, run_tool
+from components.reporting.run_dir import create_run_dir, pending_analyses, run_lock
+from components.reporting.run_record import compose_recorded, portable
+from registry import Composition, FocalppError, compose, get
+from registry.constraints import check_seed
+from registry.usage import provenance
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--recipe", help="recipe file (path, or name under recipes/)")
+    p.add_argument("--env", help="environment column: recipes/envs/<NAME>.gin")
+    p.add_argument("--scale", help="scale: recipes/scales/<NAME>.gin (default from recipe: cpu)")
+    p.add_argument("--seed", type=int, help="random seed (default from recipe: 0)")
+    p.add_argument(
+        "--seeds", type=parse_seeds, help="train these seeds in one process, e.g. 0-7 or 0,3,5"
+    )
+    p.add_argument("--device", help="auto (default: CUDA if available), cpu, cuda or cuda:N")
+    p.add_argument("--gin_param", action="append", default=[], help="extra gin binding")
+    p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="run directory (must not exist); with --seeds their parent, or a name with {seed}",
+    )
+    p.add_argument("--label", help="a name for this run's variant, kept in run.json for reports")
+    p.add_argument("--runs-root", type=Path, default=Path("runs"), help="parent of default --out")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        nargs="+",
+        help="continue the run in this directory (or the seeds trained together in these)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    return p.parse_args(argv)
+
+
+def parse_seeds(spec: str) -> tuple[int, ...]:
+    """`0-7`, `0,3,5` or `0-3,8` -> the seeds, in order, each once."""
+    seeds: list[int] = []
+    try:
+        for part in spec.split(","):
+            first, _, last = part.strip().partition("-")
+            seeds += range(int(first), int(last or first) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: expected seeds as a range and/or a list, e.g. 0-7, 0,3,5 or 0-3,8"
+        ) from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{spec!r}: expected at least one seed, each once")
+    for seed in seeds:
+        check_seed(seed, "--seeds")
+    return tuple(seeds)
+
+
+def show_choices(comp: Composition) -> None:
+    exp = comp.experiment
+    table = Table(title="resolved recipe", show_header=False, title_justify="left")
+    for key, value in (
+        ("recipe", str(comp.recipe)),
+        ("algorithm", exp.algorithm_name),
+        ("env", exp.env),
+        ("scale", exp.scale),
+        ("seed", str(exp.seed)),
+        ("device", exp.device),
+    ):
+        table.add_row(key, escape(value))
+    for i, source in enumerate(comp.sources, 1):
+        table.add_row(f"source {i}", escape(source))
+    out.print(table)
+    for said in comp.overridden:
+        err.print(
+            f"warning: {escape(said)} (a column or scale file changed the row's own binding; "
+            "write `# overrides: name.argument` in that file if it is meant)"
+        )
+
+
+def show_bindings() -> None:
+    """--dry-run: every binding, the file and line (or flag) that set it, and what it overrode
+    (shipped recipe files named relative to the recipes directory)."""
+    table = Table(title="bindings (later files win)", title_justify="left")
+    for column in ("binding", "set by", "overrode"):
+        table.add_column(column)
+    for binding in provenance():
+        overrode = "; ".join(f"{_where(s)}: {s.text}" for s in binding.overrode)
+        table.add_row(escape(binding.source.text), escape(_where(binding.source)), escape(overrode))
+    out.print(table)
+
+
+def _where(source) -> str:
+    if not source.line:  # a flag, or the run's resolved choices
+        return source.where
+    return f"{portable(source.where)}:{source.line}"
+
+
+def execute(args: argparse.Namespace) -> int:
+    if args.resume is None and args.recipe is None:
+        raise FocalppError("choose a recipe with --recipe, or a run to continue with --resume")
+    if args.seed is not None:
+        check_seed(args.seed, "--seed")
+    if args.seeds is not None and (args.seed is not None or args.resume is not None):
+        raise FocalppError(
+            "--seeds trains new runs of those seeds: drop --seed (and resume seeds trained "
+            "together with --resume and their run directories)"
+        )
+    records: list[dict] = []
+    if args.resume is not None:
+        dirs = list(dict.fromkeys(args.resume))
+        finished = [d for d in dirs if (d / "eval.json").is_file()]
+        for d in finished:
+            show_finished(d)
+            finish_analyses(d, args.plugin)
+        dirs = [d for d in dirs if d not in finished]
+        if not dirs:
+            return 0
+        if args.out is not None:
+            raise FocalppError("--resume continues the run in its own directory; drop --out")
+        given = {
+            "env": args.env,
+            "scale": args.scale,
+            "seed": args.seed,
+            "device": args.device,
+            "bindings": args.gin_param or None,
+        }
+        records = [
+            recorded_run(d, recipe=args.recipe, given=given, plugins=args.plugin) for d in dirs
+        ]
+        check_one_recipe(records, dirs)
+        comp = compose_recorded(records[0], dirs[0])
+    else:
+        comp = compose(
+            args.recipe,
+            env=args.env,
+            scale=args.scale,
+            seed=args.seeds[0] if args.seeds else args.seed,
+            device=args.device,
+            bindings=args.gin_param,
+            plugins=args.plugin,
+        )
+    show_choices(comp)
+    exp = comp.experiment
+    check_names(exp.analyses)  # a misspelt analysis fails before the run, not after it
+    for name in exp.analyses:  # and one that breaks its kind's contract (names no section)
+        check(get("analysis", name))
+    if args.dry_run:
+        show_bindings()
+        return 0
+    with contextlib.ExitStack() as locks:
+        if records:
+            for d in dirs:
+                locks.enter_context(run_lock(d))
+            if all((d / "eval.json").is_file() for d in dirs):  # finished by the locks' holders
+                return max(show_finished(d) for d in dirs)
+            seeds = tuple(r["seed"] for r in records)
+        else:
+            seeds = args.seeds or (exp.seed,)
+            wanted = new_run_dirs(comp, args.out, seeds, args.seeds is not None, args.runs_root)
+            dirs = [create_run_dir(d) for d in wanted]
+            for d in dirs:
+                locks.enter_context(run_lock(d, doing="run in"))
+        grouped = len(dirs) > 1 or args.seeds is not None
+        finished = train(
+            comp, dirs, seeds=seeds, grouped=grouped, label=args.label or "", records=records
+        )
+        return show_result(finished)
+
+
+def finish_analyses(run_dir: Path, plugins: Sequence[str]) -> None:
+    """The end-of-run analyses a finished run asked for and has no result of: its process
+    was stopped while they ran (eval.json is written before them)."""
+    pending = pending_analyses(run_dir)
+    if not pending:
+        return
+    out.print(escape(f"{run_dir}: running the analyses it has no result of: {', '.join(pending)}"))
+    with run_lock(run_dir, doing="analyse"):
+        run_analyses(run_dir, pending, plugins)
+
+
+def show_finished(run_dir: Path) -> int:
+    """What `--resume` of a finished run says: its headline."""
+    result = json.loads((run_dir / "eval.json").read_text())
+    out.print(f"{escape(str(run_dir))} has finished; nothing to resume")
+    if "test_return_mean" in result:
+        paper = (
+            f", paper-comparable ({result['paper_formula']}) "
+            f"{result['paper_return_mean']:.2f} ± {result['paper_return_std']:.2f}"
+            if "paper_return_mean" in result
+            else ""
+        )
+        out.print(
+            f"test return {result['test_return_mean']:.2f} ± "
+            f"{result.get('test_return_std', 0.0):.2f}{paper} "
+            f"after {result.get('steps')} steps"
+        )
+    return 0
+
+
+def show_result(finished: Finished) -> int:
+    """The run's metrics, then its headline last."""
+    for key, value in finished.metrics.items():
+        out.print(escape(f"{key}: {value}"))
+    if finished.headline is not None:
+        out.print(escape(str(finished.headline)))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_tool(execute, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
