@@ -18,6 +18,7 @@ from registry.errors import (
     RecipeError,
     UnknownComponentError,
     UnknownKindError,
+    WriteError,
 )
 from registry.experiment import Experiment, RunContext
 from registry.kinds import KINDS
@@ -38,6 +39,7 @@ __all__ = [
     "RunContext",
     "UnknownComponentError",
     "UnknownKindError",
+    "WriteError",
     "catalog",
     "compose",
     "default_recipes_dir",

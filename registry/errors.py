@@ -29,3 +29,19 @@ class RecipeError(FocalppError, ValueError):
 
 class PluginError(FocalppError, ImportError):
     """A plugin module or file that cannot be found or imported."""
+
+
+class WriteError(FocalppError):
+    """A file that could not be written (a full disk, a lost permission, a folder replaced by a
+    file): the message names the path and the cause; what the file held before is intact."""
+
+    def __init__(self, path, cause: OSError, kept: str = ""):
+        import errno as codes
+
+        name = codes.errorcode.get(cause.errno or 0, "")
+        reason = f"{cause.strerror or cause}{f' ({name})' if name else ''}"
+        super().__init__(
+            f"cannot write {path}: {reason}. {kept or 'Nothing was half-written.'} Make room or "
+            "repair the folder, then run the command again"
+        )
+        self.path, self.cause = path, cause

@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from components.reporting.console import err
 from components.reporting.run_dir import atomic_write_text
-from registry import FocalppError
+from registry import FocalppError, WriteError
 
 
 class MetricsLog:
@@ -80,8 +80,11 @@ class MetricsLog:
 
     def write(self, step: int, kind: str, values: dict[str, Any]) -> None:
         record = {"step": step, "kind": kind, **values}
-        self._file.write(json.dumps(record) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(record) + "\n")
+            self._file.flush()
+        except OSError as e:  # a cut last line is dropped on resume (_cut_back)
+            raise WriteError(self.path, e, "Its earlier records are whole.") from e
         self.count += 1
         if self._writer is not None:
             for key, value in values.items():

@@ -10,11 +10,11 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 
-from registry import FocalppError
+from registry import FocalppError, WriteError
 
 LOCK = ".lock"  # held by the one process that trains in a run directory
 ANALYSIS = "analysis.json"  # each analysis's result under its name
@@ -133,7 +133,11 @@ def atomic_file(path: Path, *, before_replace: Callable[[], None] | None = None)
     (or a kill before the rename) `path` keeps its old content. `before_replace` runs between
     the two (e.g. to keep the old file under another name)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    kept = f"{path.name} holds what it held before, whole." if path.exists() else ""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:  # the folder is gone, is a file now, or cannot be written in
+        raise WriteError(path, e, kept) from e
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -142,8 +146,11 @@ def atomic_file(path: Path, *, before_replace: Callable[[], None] | None = None)
         if before_replace is not None:
             before_replace()
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as e:
+        with suppress(OSError):
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):  # a full disk, a file-size limit, a permission lost
+            raise WriteError(path, e, kept) from e
         raise
 
 

@@ -16,6 +16,7 @@ from components.reporting.checkpoint import (
     rng_state,
     save_checkpoint,
 )
+from registry import WriteError
 
 
 def state(step: int) -> dict:
@@ -127,3 +128,60 @@ def test_the_fingerprint_ignores_what_is_measured_after_the_run():
     assert fingerprint("experiment.analyses = ['context_grid']") == plain
     assert fingerprint("club.weight = 6.0") != plain
     assert fingerprint("experiment.seed = 1") != plain
+
+
+# --- a write the machine refuses ----------------------------------------------------------
+
+REFUSED_WRITE = """
+import resource, signal, sys, torch
+sys.path.insert(0, {root!r})
+from components.reporting.checkpoint import save_checkpoint
+from components.reporting.metrics import MetricsLog
+from registry import WriteError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of a kill
+save_checkpoint({{"step": 1, "weights": torch.arange(3.0)}}, {run_dir!r})
+log = MetricsLog({run_dir!r}, tensorboard=False)
+log.write(1, "train", {{"loss": 1.0}})
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # as a disk that fills
+for what, write in (
+    ("checkpoint", lambda: save_checkpoint({{"big": torch.zeros(100_000)}}, {run_dir!r})),
+    ("metrics", lambda: log.write(2, "train", {{"pad": "x" * 300_000}})),
+):
+    try:
+        write()
+    except WriteError as e:
+        print(what, e)
+"""
+
+
+def test_a_refused_write_is_named_and_the_previous_checkpoint_stays_whole(tmp_path):
+    """A file-size limit makes the operating system refuse the write, as a full disk does
+    (EFBIG for ENOSPC): the error names the file and the cause, the checkpoint written before
+    still loads, and no temporary file is left."""
+    import subprocess
+    import sys
+
+    from components.reporting.metrics import MetricsLog, read_metrics
+    from tests.conftest import ROOT
+
+    script = REFUSED_WRITE.format(root=str(ROOT), run_dir=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    checkpoint, metrics = done.stdout.strip().splitlines()
+    assert checkpoint.startswith(f"checkpoint cannot write {tmp_path / CHECKPOINT}: File too large")
+    assert (
+        "(EFBIG)" in checkpoint and "checkpoint.pt holds what it held before, whole" in checkpoint
+    )
+    assert metrics.startswith(f"metrics cannot write {tmp_path / 'metrics.jsonl'}: File too large")
+    state = load_checkpoint(tmp_path)
+    assert state["step"] == 1 and torch.equal(state["weights"], torch.arange(3.0))
+    assert not list(tmp_path.glob(".*.tmp"))
+    MetricsLog(tmp_path, tensorboard=False, resume=(1, 1)).close()  # as --resume: cut line dropped
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1]
+
+
+def test_a_run_folder_replaced_by_a_file_is_named(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.write_text("not a folder")
+    with pytest.raises(WriteError, match=rf"cannot write {run_dir / CHECKPOINT}: Not a directory"):
+        save_checkpoint({"step": 1}, run_dir)
