@@ -35,6 +35,8 @@ RECIPE_PAGES = {
     "csro": "csro.md",
     "unicorn": "unicorn.md",
     "unicorn_sup": "unicorn.md",
+    "focal_iql": "iql.md",
+    "focalpp_iql": "iql.md",
 }
 METHOD_PAGES = sorted(set(RECIPE_PAGES.values()))
 SECTIONS = ["Overview", "Usage", "Logged metrics", "Implementation details", "Results"]

@@ -86,13 +86,15 @@ VARIANTS = (
     "focalpp_seqwise_transformer",
     "focalpp_dml",
 )
+BACKBONES = ("focal_iql", "focalpp_iql")  # rows on another offline learner (docs/methods/iql.md)
 
 
 def test_the_paper_rows_baselines_and_successors_are_the_recipes():
     """The paper's Table 1 rows, the baselines below, the successors and the reference rows
     (the floor and ceiling of task inference) and the rows' labelled variants are exactly the
-    recipe files."""
+    recipe files, with the rows on another backbone."""
     expected = set(ROWS) | set(BASELINES) | set(SUCCESSORS) | set(REFERENCES) | set(VARIANTS)
+    expected |= set(BACKBONES)
     assert set(RECIPES) == expected
 
 

@@ -140,6 +140,7 @@ class Study:
     dataset_shards: int = 0
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     analyses: tuple[str, ...] = ()
+    record: str | None = None  # its compact record, a folder under results/
     source: str = field(default="", compare=False)
 
     def dataset_jobs(self, env: str) -> tuple[list[CollectSpec], CollectSpec]:
@@ -245,6 +246,7 @@ OPTIONAL = {
     "dataset_shards": int,
     "variants": dict,
     "analyses": list,
+    "record": str,
 }
 
 
@@ -302,6 +304,14 @@ def load_study(path: Path) -> Study:
         if not isinstance(extra, list):
             raise StudyError(f"{path}: variant {name!r} must list bindings, got {extra!r}")
         _check_items(path, f"variants.{name}", extra, str)
+    record = raw.get("record")
+    if record is not None and (
+        not re.fullmatch(r"[\w.-]+(/[\w.-]+)*", record) or ".." in record.split("/")
+    ):
+        raise StudyError(
+            f"{path}: `record` {record!r} must be a folder under results/ (e.g. "
+            "'paper_blocks/coupled'), not a path out of it"
+        )
     stems = [Path(r).stem for r in raw["recipes"]]
     if len(set(stems)) != len(stems):
         raise StudyError(f"{path}: two recipes share a file name, so their runs would collide")
@@ -319,6 +329,7 @@ def load_study(path: Path) -> Study:
         dataset_shards=raw.get("dataset_shards", 0),
         variants={k: tuple(v) for k, v in raw.get("variants", {}).items()},
         analyses=tuple(raw.get("analyses", ())),
+        record=record,
         source=str(path),
     )
 

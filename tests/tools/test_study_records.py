@@ -1,0 +1,52 @@
+"""Every study that names its record still builds what that record holds: run again, it would
+add runs of the same configuration to each row, never another build under the row's name."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from components.sweep.drift import drifted_rows
+from components.sweep.study import StudyError, load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDIES = sorted((ROOT / "studies").glob("*.toml"))
+RECORDED = [p for p in STUDIES if load_study(p).record is not None]
+
+
+def test_some_study_names_its_record():
+    assert RECORDED, "no study under studies/ names its record (`record = 'folder'`)"
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
+def test_a_study_still_builds_its_record(path):
+    study = load_study(path)
+    record = ROOT / "results" / study.record
+    drifted = drifted_rows(study, record)
+    assert drifted == [], (
+        f"{path.name} would no longer build what results/{study.record} holds; give the "
+        "changed rows a variant of their own, or run the study into a new record:\n"
+        + "\n".join(drifted)
+    )
+
+
+def test_a_study_that_drifted_is_named(tmp_path):
+    """The coupled rows with another learning-rate schedule than their record's."""
+    path = RECORDED[0]
+    study = load_study(path)
+    text = path.read_text().replace("loop.lr_decay = 'cosine'", "loop.lr_decay = 'none'")
+    changed = tmp_path / path.name
+    changed.write_text(text)
+    assert text != path.read_text(), "the test's study no longer binds loop.lr_decay"
+    drifted = drifted_rows(load_study(changed), ROOT / "results" / study.record)
+    assert drifted and all("loop.lr_decay: 'none' v 'cosine'" in line for line in drifted)
+
+
+def test_a_record_outside_results_is_refused(tmp_path):
+    path = tmp_path / "s.toml"
+    shutil.copy(RECORDED[0], path)
+    path.write_text(path.read_text().replace('record = "', 'record = "../'))
+    with pytest.raises(StudyError, match="must be a folder under results/"):
+        load_study(path)
