@@ -175,11 +175,15 @@ def parse_columns(env: str, scale: str, recipes_dir: Path) -> list[str]:
 
     The last holds what a scale means for one environment (e.g. paper-scale step counts of a
     MuJoCo family). A family of a group (`ml1_push`: group `ml1`) without a file of its own
-    reads the group's (`envs/groups/ml1.gin`, `scales/<scale>/ml1.gin`). Call inside
-    `_search_paths`; returns the files parsed.
+    reads the group's (`envs/groups/ml1.gin`, `scales/<scale>/ml1.gin`); an environment column
+    with a `# scale group: NAME` line and no file of its own reads `scales/<scale>/NAME.gin`
+    (the point robots share theirs, the MuJoCo families theirs). Call inside `_search_paths`;
+    returns the files parsed.
     """
     paths = [column_file("envs", env, recipes_dir), column_file("scales", scale, recipes_dir)]
-    for name in (env, env_group(env)):
+    for name in (env, env_group(env), scale_group(paths[0])):
+        if name is None:
+            continue
         specific = recipes_dir / "scales" / scale / f"{name}.gin"
         if specific.is_file():
             paths.append(specific)
@@ -265,6 +269,18 @@ def columns(column: str, recipes_dir: Path | None = None) -> list[str]:
     return sorted(
         p.stem for p in (Path(recipes_dir or default_recipes_dir()) / column).glob("*.gin")
     )
+
+
+SCALE_GROUP = re.compile(r"^[ \t]*#[ \t]*scale group:[ \t]*([\w.-]+)\b", re.MULTILINE)
+
+
+def scale_group(env_file: Path) -> str | None:
+    """The shared per-scale file an environment column reads where it has none of its own:
+    its `# scale group: NAME` line (a group file of the column's own, like ml1's, has none)."""
+    found = SCALE_GROUP.findall(env_file.read_text()) if env_file.is_file() else []
+    if len(found) > 1:
+        raise RecipeError(f"{env_file} names {len(found)} scale groups ({found}); name one")
+    return found[0] if found else None
 
 
 def env_group(env: str) -> str:

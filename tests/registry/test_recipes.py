@@ -171,3 +171,29 @@ def test_bad_import_in_recipe_is_a_recipe_error(tmp_path, toy_recipes):
     bad.write_text("import no_such_module_abc\n")
     with pytest.raises(RecipeError, match=r"no_such_module_abc.*--plugin"):
         compose(bad, recipes_dir=toy_recipes)
+
+
+def test_a_column_without_a_scale_file_of_its_own_reads_its_scale_group():
+    """The point robots share scales/cpu/point_robots.gin (`# scale group: point_robots`), the
+    MuJoCo families scales/<scale>/mujoco.gin; a family with a file of its own reads that."""
+    import gin
+
+    comp = compose("focal.gin", env="point_robot_wind", scale="cpu")
+    assert any(s.endswith("scales/cpu/point_robots.gin") for s in comp.sources), comp.sources
+    assert gin.query_parameter("brac.lr") == 3e-3  # point_robots.gin's, not the column's 1e-3
+    comp = compose("focal.gin", env="walker_params", scale="cpu")
+    assert any(s.endswith("scales/cpu/mujoco.gin") for s in comp.sources), comp.sources
+    comp = compose("focal.gin", env="sparse_cheetah_vel", scale="paper")
+    assert any(s.endswith("scales/paper/sparse_cheetah_vel.gin") for s in comp.sources)
+    assert not any(s.endswith("scales/paper/mujoco.gin") for s in comp.sources)
+
+
+def test_a_column_naming_two_scale_groups_is_refused(tmp_path):
+    from registry.recipes import scale_group
+
+    column = tmp_path / "two.gin"
+    column.write_text("# scale group: point_robots\n# scale group: mujoco\n")
+    with pytest.raises(RecipeError, match="names 2 scale groups"):
+        scale_group(column)
+    column.write_text("# scale group: mujoco   (a note)\n")
+    assert scale_group(column) == "mujoco"
