@@ -47,9 +47,9 @@ from rich.table import Table
 from components.contracts import check
 from components.evaluation.analyses import check_names
 from components.experiment.resume import check_one_recipe, recorded_run
-from components.experiment.run import Finished, new_run_dirs, run_analyses, train
+from components.experiment.run import Finished, run, run_analyses, train
 from components.reporting.console import err, out, run_tool
-from components.reporting.run_dir import create_run_dir, pending_analyses, run_lock
+from components.reporting.run_dir import pending_analyses, run_lock
 from components.reporting.run_record import compose_recorded, portable
 from registry import Composition, FocalppError, compose, get
 from registry.constraints import check_seed
@@ -196,23 +196,16 @@ def execute(args: argparse.Namespace) -> int:
     if args.dry_run:
         show_bindings()
         return 0
+    if not records:  # a new run, as the library runs one
+        label, root = args.label or "", args.runs_root
+        return show_result(run(comp, args.out, seeds=args.seeds, label=label, runs_root=root))
     with contextlib.ExitStack() as locks:
-        if records:
-            for d in dirs:
-                locks.enter_context(run_lock(d))
-            if all((d / "eval.json").is_file() for d in dirs):  # finished by the locks' holders
-                return max(show_finished(d) for d in dirs)
-            seeds = tuple(r["seed"] for r in records)
-        else:
-            seeds = args.seeds or (exp.seed,)
-            wanted = new_run_dirs(comp, args.out, seeds, args.seeds is not None, args.runs_root)
-            dirs = [create_run_dir(d) for d in wanted]
-            for d in dirs:
-                locks.enter_context(run_lock(d, doing="run in"))
-        grouped = len(dirs) > 1 or args.seeds is not None
-        finished = train(
-            comp, dirs, seeds=seeds, grouped=grouped, label=args.label or "", records=records
-        )
+        for d in dirs:
+            locks.enter_context(run_lock(d))
+        if all((d / "eval.json").is_file() for d in dirs):  # finished by the locks' holders
+            return max(show_finished(d) for d in dirs)
+        seeds = tuple(r["seed"] for r in records)
+        finished = train(comp, dirs, seeds=seeds, grouped=len(dirs) > 1, records=records)
         return show_result(finished)
 
 

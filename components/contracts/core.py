@@ -364,13 +364,7 @@ def perturbed(module: Any, seed: int = 7) -> Iterator[Any]:
     until its last layer has learnt something. Order, permutation and shape promises are
     therefore probed at initialisation and again here. The noise is a tenth of each
     parameter's root mean square, plus 0.01 (so zero layers move too)."""
-    if not isinstance(module, nn.Module):
-        yield module
-        return
-    uninitialised = nn.parameter.UninitializedParameter
-    params = [
-        p for p in module.parameters() if not isinstance(p, uninitialised) and p.is_floating_point()
-    ]
+    params = _movable(module)
     saved = [p.detach().clone() for p in params]
     perturb_(module, seed)
     try:
@@ -384,15 +378,19 @@ def perturbed(module: Any, seed: int = 7) -> Iterator[Any]:
 def perturb_(module: Any, seed: int) -> None:
     """Move every initialised floating-point parameter of `module` by its own noise (see
     `perturbed`), drawn from `seed` alone: the global random stream is left as it was."""
-    if not isinstance(module, nn.Module):
-        return
     draws = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for p in module.parameters():
-            if isinstance(p, nn.parameter.UninitializedParameter) or not p.is_floating_point():
-                continue
+        for p in _movable(module):
             scale = 0.1 * (float(p.detach().float().pow(2).mean().sqrt()) + 0.1)
             p.add_(scale * torch.randn(p.shape, generator=draws).to(p.dtype))
+
+
+def _movable(module: Any) -> list[torch.Tensor]:
+    """The parameters a probe may move: initialised, floating point (none for a non-module)."""
+    if not isinstance(module, nn.Module):
+        return []
+    lazy = nn.parameter.UninitializedParameter
+    return [p for p in module.parameters() if not isinstance(p, lazy) and p.is_floating_point()]
 
 
 def at_any_parameters(module: Any, promise: Callable[[Any, str], None]) -> None:

@@ -100,3 +100,11 @@ class BatchedMLP(nn.Module):
         for layer in self.layers[:-1]:
             x = layer(x, models).relu_()  # in place: baddbmm's backward does not need its output
         return self.layers[-1](x, models)
+
+
+def twin_q(net: BatchedMLP, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    """Twin Q [2, ...] of `net` (a BatchedMLP of two models) for x [..., F] and action [..., A]:
+    both models read the same (x, a), one matmul per layer for the pair."""
+    xa = torch.cat([x, action], -1)
+    flat = xa.reshape(1, -1, xa.shape[-1]).expand(2, -1, -1)
+    return net(flat).reshape(2, *xa.shape[:-1])

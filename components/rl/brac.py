@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from components.profiling import part
-from components.rl.batched_mlp import BatchedMLP
+from components.rl.batched_mlp import BatchedMLP, twin_q
 from components.rl.brac_losses import AlphaLoss, PolicyLoss, QLoss, ValueLoss
 from components.rl.divergence import DualKLCritic
 from components.rl.networks import MLP, TanhGaussianPolicy
@@ -169,9 +169,7 @@ class BRAC(nn.Module):
 
     def q_values(self, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Twin Q [2, ...] for x [..., F + Z] and action [..., A]."""
-        xa = torch.cat([x, action], -1)
-        flat = xa.reshape(1, -1, xa.shape[-1]).expand(2, -1, -1)
-        return self.q(flat).reshape(2, *xa.shape[:-1])
+        return twin_q(self.q, x, action)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

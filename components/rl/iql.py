@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from components.profiling import part
-from components.rl.batched_mlp import BatchedMLP
+from components.rl.batched_mlp import BatchedMLP, twin_q
 from components.rl.networks import MLP
 from components.rl.steps import step
 from components.seeds import per_seed_mean, seed_count
@@ -184,12 +184,6 @@ class IQL(nn.Module):
         """Every optimiser, by name (a checkpoint saves their states beside the weights)."""
         return {"policy": self.policy_opt, "q": self.q_opt, "v": self.v_opt}
 
-    def twin(self, net: BatchedMLP, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Twin Q [2, ...] of `net` for x [..., F + Z] and action [..., A]."""
-        xa = torch.cat([x, action], -1)
-        flat = xa.reshape(1, -1, xa.shape[-1]).expand(2, -1, -1)
-        return net(flat).reshape(2, *xa.shape[:-1])
-
     @torch.no_grad()
     def act(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """Deterministic actions (the policy's mean, in [−1, 1]) [..., A]."""
@@ -206,7 +200,7 @@ class IQL(nn.Module):
         x, x_next = x_q.detach(), torch.cat([batch.next_obs, zb], -1).detach()
         terms: dict[str, torch.Tensor] = {}
         with torch.no_grad():
-            q_data = self.twin(self.q_target, x, batch.action).min(0).values  # [T, B]
+            q_data = twin_q(self.q_target, x, batch.action).min(0).values  # [T, B]
         with part("value"):
             terms |= step(self.v_opt, self.value_loss(self.v, x, q_data))
         with part("actor"):
@@ -217,7 +211,7 @@ class IQL(nn.Module):
         with part("critic"):
             with torch.no_grad():
                 v_next = self.v(x_next).squeeze(-1)
-            q = self.twin(self.q, x_q, batch.action)
+            q = twin_q(self.q, x_q, batch.action)
             terms |= step(self.q_opt, self.q_loss(q, v_next, batch))
         with part("target and EMA updates"), torch.no_grad():
             for target, online in zip(self.q_target.parameters(), self.q.parameters(), strict=True):
