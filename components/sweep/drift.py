@@ -19,7 +19,10 @@ from registry.provenance import recorded_config_check
 def drifted_rows(study: Study, record: Path) -> list[str]:
     """One line per row of `study` that would not be built as the record's runs of that row
     were: its bindings differ (named), or the record cannot say (no configuration digest).
-    Rows the record does not hold yet are left out (nothing to drift from)."""
+    Rows the record does not hold yet are left out (nothing to drift from), and so is a record
+    not yet written (a study whose first run is still to come)."""
+    if not (record / "runs.jsonl").exists():
+        return []
     runs, configs = read_records(record), read_configs(record)
     problems, seen = [], set()
     for spec in study.runs():
