@@ -60,6 +60,11 @@ KINDS: dict[str, str] = {
         "cls(); __call__(family=, data=, tasks=, layout=, encoder=, act=, device=, seed=) -> "
         "a result with mean, std and to_dict()"
     ),
+    "test_context": (
+        "cls(); reads_test_data: bool; __call__(Scene: the meta-test's rows, environment and "
+        "networks) -> Returns of the scored episode per row [K·N]; raises NotApplicable with "
+        "the reason where it cannot score the run"
+    ),
     "analysis": (
         "cls(); __call__(trained algorithm, figures_dir) -> dict of JSON-able results; "
         "section: the report_section that tables them (or None)"

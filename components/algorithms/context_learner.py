@@ -184,6 +184,8 @@ class ContextLearner(ABC):
             encoder=self.encoder,
             act=self.act,
             device=self.device,
+            dataset=self.data.dataset,
+            train=self.train,
             **self.data.score_references(),
             **self.given_task_vectors(),
         )

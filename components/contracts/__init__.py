@@ -5,7 +5,13 @@ kinds). The one probe serves three uses: a contract test generated over the whol
 `python tools/catalog.py --check FILE.py` for an author's own component.
 """
 
-from components.contracts import encoders, objectives, rl, worlds  # noqa: F401  (the contracts)
+from components.contracts import (  # noqa: F401  (the contracts)
+    encoders,
+    objectives,
+    rl,
+    test_contexts,
+    worlds,
+)
 from components.contracts.core import (
     CONTRACTS,
     Broken,

@@ -88,14 +88,19 @@ def agent_policy(act, z: torch.Tensor, device: torch.device) -> Policy:
     def policy(obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             action = act(torch.as_tensor(obs, dtype=torch.float32, device=device), z).cpu()
-        if not torch.isfinite(action).all():
-            rows = (~torch.isfinite(action)).any(-1).nonzero().flatten().tolist()
-            made_by = "the task vectors z" if not torch.isfinite(z).all() else "the policy"
-            raise NonFiniteActions(
-                f"the policy's actions are not finite for {len(rows)} of {len(action)} "
-                f"episodes (rows {rows[:5]}{' …' if len(rows) > 5 else ''}); the first "
-                f"non-finite value is in {made_by}"
-            )
-        return action.numpy()
+        return checked_actions(action, z).numpy()
 
     return policy
+
+
+def checked_actions(action: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """`action` [N, A], refused with where it went wrong if any value is not finite."""
+    if not torch.isfinite(action).all():
+        rows = (~torch.isfinite(action)).any(-1).nonzero().flatten().tolist()
+        made_by = "the task vectors z" if not torch.isfinite(z).all() else "the policy"
+        raise NonFiniteActions(
+            f"the policy's actions are not finite for {len(rows)} of {len(action)} "
+            f"episodes (rows {rows[:5]}{' …' if len(rows) > 5 else ''}); the first "
+            f"non-finite value is in {made_by}"
+        )
+    return action

@@ -14,7 +14,9 @@ context: with `curve=False` only that episode is rolled out (same result, `episo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +30,10 @@ from components.data.sampler import TensorSampler
 from components.data.store import QualityData
 from components.envs.family import EnvFamily
 from components.evaluation.ceiling import ceiling
-from components.evaluation.episodes import Returns, agent_policy, rollout
+from components.evaluation.episodes import Returns
 from components.evaluation.modes import eval_mode
-from registry import register
+from components.evaluation.test_contexts import NotApplicable, Scene
+from registry import FocalppError, get, names, register
 from registry.constraints import Count, PositiveInt
 from registry.validation import check_arguments
 
@@ -60,6 +63,7 @@ class MetaTestResult:
     ceiling: dict[str, float] | None = None
     success: np.ndarray | None = None
     dataset_returns: np.ndarray | None = None
+    protocols: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def normalised_scores(self) -> np.ndarray | None:
@@ -134,7 +138,25 @@ class MetaTestResult:
             record["per_task_dataset_return"] = per_task(self.dataset_returns)
         if self.curve:
             record["curve"] = self.curve
+        if self.protocols:
+            record["test_contexts"] = {"offline": self._offline_cell(), **self.protocols}
         return record
+
+    def _offline_cell(self) -> dict[str, Any]:
+        """The headline as a protocol's cell, beside the others'."""
+        cell: dict[str, Any] = {
+            "mean": self.mean,
+            "std": self.std,
+            "dense_mean": self.dense_mean,
+            "per_task": dict(
+                zip(map(str, self.tasks), self.headline_returns.tolist(), strict=True)
+            ),
+        }
+        if self.paper_returns is not None:
+            cell["paper_mean"] = float(self.paper_returns.mean())
+        if self.success is not None:
+            cell["success_rate"] = float(self.success.mean())
+        return cell
 
 
 @register("meta_test", "meta_test")
@@ -148,6 +170,10 @@ class MetaTest:
         curve: roll out every episode of the growing context, not only the last.
         max_tasks: score only the first this many test tasks (0: all of them), for smoke
             tests of families with many long episodes.
+        protocols: the test-context protocols (registered `test_context`s,
+            docs/TEST_CONTEXTS.md) scored beside the headline, each on the same rows and start
+            states, each a cell of the result (`protocols`); `offline` is the headline's own.
+            A reference row (task vectors given) is scored offline only.
 
     Example (a policy that stands still, on Sparse-Point-Robot's 20 test tasks; the data's
     contents do not matter to it; the robot starts one unit from every goal: −1 per step):
@@ -179,10 +205,13 @@ class MetaTest:
         context_transitions: PositiveInt = 400,
         curve: bool = False,
         max_tasks: Count = 0,
+        protocols: Sequence[str] = ("offline",),
     ):
         check_arguments("meta_test", MetaTest.__init__, locals())
         self.runs, self.context_transitions, self.curve = runs, context_transitions, curve
         self.max_tasks = max_tasks
+        self.protocols = _protocols(protocols)
+        self._offline = self.protocols.get("offline") or get("test_context", "offline")()
         self._env: Any = None
         self._ceiling: tuple[tuple[int, ...], dict[str, float] | None] | None = None
 
@@ -210,13 +239,18 @@ class MetaTest:
         seeds: Sequence[int],
         dataset_returns: np.ndarray | None = None,
         task_z: torch.Tensor | None = None,
+        dataset: Any = None,
+        train: TensorSampler | None = None,
     ) -> list[MetaTestResult]:
         """The meta-tests of K seeds trained together, at once: one environment of every
         seed's runs of every test task (K·N rows, seed-major), one encoder call per context
         size and one policy call per step for all of them. `encoder` and `act` are the
         seed-batched networks (seed k's rows k·N … (k+1)·N − 1, components/seeds); seed k's
         contexts are drawn, and its episodes reset, exactly as its meta-test alone would
-        (`__call__` is this with one seed). Returns each seed's result, in `seeds`' order."""
+        (`__call__` is this with one seed). `dataset`, `train`: the run's dataset and its
+        training tasks' data, for the protocols that collect with a training task's behaviour
+        policy or try training tasks' task vectors. Returns each seed's result, in `seeds`'
+        order."""
         if self.max_tasks:
             tasks = list(tasks)[: self.max_tasks]
             if dataset_returns is not None:
@@ -231,36 +265,79 @@ class MetaTest:
             sizes = sizes[-1:]
         positions = torch.arange(len(tasks), device=device).repeat_interleave(self.runs)  # [N]
         rows = len(positions)
-        contexts = []
-        for seed in seeds:  # each seed's own draws of its test contexts
-            generator = torch.Generator().manual_seed(seed)
-            sampler = TensorSampler(data, tasks, device=device, generator=generator)
-            sample = sampler.sample(positions, sizes[-1], replace=True, sparse=layout.sparse)
-            contexts.append(layout.tensor(sample))
-        # [K·N, C, F]; a prefix of it is the context after each episode
-        context = torch.cat(contexts)
         env = self._environment(family, [tasks[i] for i in positions.tolist()] * len(seeds))
-        # row i of seed k resets as row i of seed k's own environment would (seed + i)
-        reset_seeds = [seed + i for seed in seeds for i in range(rows)]
+        scene = Scene(
+            family=family,
+            env=env,
+            layout=layout,
+            encoder=encoder,
+            act=act,
+            device=device,
+            seeds=list(seeds),
+            test_tasks=list(tasks),
+            positions=positions,
+            context_transitions=self.context_transitions,
+            data=data,
+            dataset=dataset,
+            train=train,
+        )
         with eval_mode(encoder):
-            per_episode = []
-            for size in sizes:
-                with torch.no_grad():
-                    if task_z is None:
-                        z = encoder(context[:, :size]).mean  # [K·N, Z]
-                    else:
-                        z = task_z.to(device)[positions].repeat(len(seeds), 1)
-                policy = agent_policy(act, z, device)
-                per_episode.append(rollout(family, env, policy, seed=reset_seeds))
+            # the headline: the offline context, growing by a horizon per episode on a curve
+            per_episode = self._offline.episodes(scene, sizes, task_z)
+            cells = {} if task_z is not None else self._other_protocols(scene)
         if self._ceiling is None or self._ceiling[0] != tuple(tasks):
             best = ceiling(family, tasks)
             self._ceiling = (tuple(tasks), best.means() if best is not None else None)
         return [
             self._result(
-                family, tasks, sizes, per_episode, slice(k * rows, (k + 1) * rows), dataset_returns
+                family,
+                tasks,
+                sizes,
+                per_episode,
+                slice(k * rows, (k + 1) * rows),
+                dataset_returns,
+                {name: cell(k) for name, cell in cells.items()},
             )
             for k in range(len(seeds))
         ]
+
+    def _other_protocols(self, scene: Scene) -> dict[str, Callable[[int], dict[str, Any]]]:
+        """Each bound protocol but `offline` (the headline's own), scored on the same rows:
+        name -> seed k's cell."""
+        cells: dict[str, Callable[[int], dict[str, Any]]] = {}
+        for name, protocol in self.protocols.items():
+            if name == "offline":
+                continue
+            seen = scene if protocol.reads_test_data else dataclasses.replace(scene, data=None)
+            try:
+                returns = protocol(seen)
+            except NotApplicable as e:
+                cells[name] = lambda k, why=str(e): {"not_applicable": why}
+                continue
+            cells[name] = functools.partial(self._cell, returns, scene)
+        return cells
+
+    def _cell(self, returns: Returns, scene: Scene, k: int) -> dict[str, Any]:
+        """Seed k's score under one protocol: the headline return per test task (mean over
+        runs), and beside it the dense, paper-comparable and success measures the family has."""
+        rows = slice(k * scene.block, (k + 1) * scene.block)
+        n = len(scene.test_tasks)
+
+        def per_task(values: np.ndarray) -> np.ndarray:
+            return values[rows].reshape(n, self.runs).mean(1)
+
+        headline = per_task(returns.sparse if returns.sparse is not None else returns.dense)
+        cell: dict[str, Any] = {
+            "mean": float(headline.mean()),
+            "std": float(headline.std()),
+            "dense_mean": float(per_task(returns.dense).mean()),
+            "per_task": dict(zip(map(str, scene.test_tasks), headline.tolist(), strict=True)),
+        }
+        if returns.paper is not None:
+            cell["paper_mean"] = float(per_task(returns.paper).mean())
+        if returns.success is not None:
+            cell["success_rate"] = float(per_task(returns.success.astype(np.float64)).mean())
+        return cell
 
     def _result(
         self,
@@ -270,6 +347,7 @@ class MetaTest:
         per_episode: list[Returns],
         rows: slice,
         dataset_returns: np.ndarray | None,
+        protocols: dict[str, dict[str, Any]],
     ) -> MetaTestResult:
         """One seed's result from its rows of every episode's returns."""
         n = len(tasks)
@@ -295,6 +373,7 @@ class MetaTest:
             ceiling=self._ceiling[1],
             success=per_task(None if last.success is None else last.success.astype(np.float64)),
             dataset_returns=None if dataset_returns is None else np.asarray(dataset_returns),
+            protocols=protocols,
         )
 
     @property
@@ -316,3 +395,16 @@ class MetaTest:
         if self._env is not None:
             self._env[1].close()
             self._env = None
+
+
+def _protocols(chosen: Sequence[str]) -> dict[str, Any]:
+    """The bound protocols, built (their settings are gin bindings), by name."""
+    if isinstance(chosen, str) or not chosen:
+        raise FocalppError(
+            f"meta_test.protocols = {chosen!r}: expected a non-empty list of test-context "
+            "protocols, e.g. ['offline', 'zero_shot']; registered: "
+            + ", ".join(names("test_context"))
+        )
+    if len(set(chosen)) != len(chosen):
+        raise FocalppError(f"meta_test.protocols = {list(chosen)!r} names a protocol twice")
+    return {name: get("test_context", name)() for name in chosen}

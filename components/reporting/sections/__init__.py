@@ -20,5 +20,6 @@ import components.reporting.sections.returns
 import components.reporting.sections.shift
 import components.reporting.sections.successor_context
 import components.reporting.sections.task_vectors
+import components.reporting.sections.test_contexts
 import components.reporting.sections.variance
 import components.reporting.sections.variance_sparsity  # noqa: F401

@@ -1,0 +1,132 @@
+"""`online_greedy` (IDAQ / GCC's greedy online adaptation): the agent explores the test task by
+trying the task vectors of training tasks, keeps an episode in its context only when it beats
+the best return so far, and plays the scored episode with the z that earned the best return.
+
+Steps, per test row (IDAQ's `OMRLOnlineAdaptAlgorithm.collect_paths`, simplified to what a
+batched meta-test can do in lockstep):
+1. Hypotheses: each training task's z, inferred by the encoder from C of its offline
+   transitions.
+2. Phase 1 (the first `explore_fraction` of the collection episodes): each episode tries the
+   z of a training task — among `candidates` drawn at random, the one farthest from those the
+   row has tried (the first: the first candidate). The best-return episode is kept as the
+   context, its z as the best z.
+3. Phase 2 (the rest): z is inferred from the kept context and an episode played; it joins the
+   context, and its z becomes the best, only if its return beats the best so far.
+4. Scored: one episode with the best z.
+
+Decisions: the return compared is the one the agent sees (sparse on sparse families); as many
+collection episodes as the offline context holds (its C transitions); the deterministic policy
+throughout, as in IDAQ. IDAQ's phase 2 samples z from a posterior; our encoders give one z per
+context, so phase 2 re-infers it instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from components.evaluation.episodes import Returns
+from components.evaluation.test_contexts.scene import NotApplicable, Scene
+from registry import register
+from registry.constraints import Fraction, PositiveInt
+from registry.validation import check_arguments
+
+_SALT = 89
+
+
+@register("test_context", "online_greedy")
+class OnlineGreedy:
+    """Try training tasks' z, keep what earns more, score with the best.
+
+    Args:
+        explore_fraction: the share of the collection episodes in phase 1 (at least one).
+        candidates: training tasks drawn per phase-1 episode, of which the farthest is tried
+            (IDAQ: 5).
+    """
+
+    reads_test_data = False
+
+    def __init__(self, *, explore_fraction: Fraction = 0.5, candidates: PositiveInt = 5):
+        check_arguments("online_greedy", type(self).__init__, locals())
+        self.explore_fraction, self.candidates = explore_fraction, candidates
+
+    def __call__(self, scene: Scene) -> Returns:
+        if scene.train is None:
+            raise NotApplicable("the meta-test was given no training tasks' data")
+        hypotheses = self.hypotheses(scene)  # [R, M, Z]: each row's seed's training z
+        rows = torch.arange(scene.rows, device=scene.device)
+        explore = max(1, round(self.explore_fraction * scene.episodes))
+        tried: list[torch.Tensor] = []
+        contexts, valid, scores = [], [], []
+        best = torch.full((scene.rows,), -np.inf, dtype=torch.float64)
+        best_z = scene.zeros()
+        kept = torch.zeros(scene.rows, 0, dtype=torch.bool)  # [R, episodes so far]
+        for e in range(scene.episodes):
+            if e < explore:
+                z = self.farthest(scene, hypotheses, tried, rows, e)
+                tried.append(z)
+            else:
+                context = torch.cat(contexts, 1)
+                mask = torch.cat(valid, 1) & _per_step(kept, valid).to(scene.device)
+                z = scene.infer(scene.draw(context, mask, _SALT + 1 + e))
+            episode = scene.play(z, episode=e)
+            score = torch.as_tensor(episode.score, dtype=torch.float64)
+            better = score > best
+            contexts.append(episode.context)
+            valid.append(episode.alive)
+            scores.append(score)
+            if e < explore:  # phase 1 keeps the single best episode
+                keep = torch.zeros(scene.rows, e + 1, dtype=torch.bool)
+                keep[:, :e] = kept & ~better[:, None]
+                keep[:, e] = better
+            else:  # phase 2 adds the episodes that beat the best
+                keep = torch.cat([kept, better[:, None]], 1)
+            kept = keep
+            best = torch.where(better, score, best)
+            best_z = torch.where(better.to(scene.device)[:, None], z, best_z)
+        return scene.play(best_z).returns
+
+    def hypotheses(self, scene: Scene) -> torch.Tensor:
+        """Each row's candidate task vectors: every training task's z under the row's seed's
+        encoder, from C of the task's offline transitions, [R, M, Z]."""
+        train, k = scene.train, len(scene.seeds)
+        m = train.n_tasks
+        tasks = torch.arange(m, device=train.device).expand(k, m)  # [K, M]
+        generators = [scene.generator(i, _SALT) for i in range(k)]
+
+        def uniform(n: int) -> torch.Tensor:  # [K, M, n], seed i's block from its generator
+            return torch.stack([torch.rand(m, n, generator=g) for g in generators])
+
+        batch = train.gather(
+            tasks, scene.context_transitions, replace=True, sparse=scene.layout.sparse,
+            uniform=uniform,
+        )  # fmt: skip
+        context = scene.layout.tensor(batch).flatten(0, 1).to(scene.device)  # [K·M, C, F]
+        z = scene.infer(context).reshape(k, m, -1)
+        return z.repeat_interleave(scene.block, 0)  # [R, M, Z]
+
+    def farthest(
+        self,
+        scene: Scene,
+        hypotheses: torch.Tensor,
+        tried: list[torch.Tensor],
+        rows: torch.Tensor,
+        episode: int,
+    ) -> torch.Tensor:
+        """Per row, of `candidates` training tasks drawn at random, the z farthest from those
+        it has tried (its nearest tried z the farthest away)."""
+        m = hypotheses.shape[1]
+        drawn = scene.per_seed(
+            lambda g: torch.randint(0, m, (scene.block, self.candidates), generator=g),
+            _SALT + 100 + episode,
+        )  # [R, c]
+        candidates = hypotheses[rows[:, None], drawn]  # [R, c, Z]
+        if not tried:
+            return candidates[:, 0]
+        used = torch.stack(tried, 1)  # [R, u, Z]
+        nearest = torch.cdist(candidates, used).min(-1).values  # [R, c]
+        return candidates[rows, nearest.argmax(-1)]
+
+
+def _per_step(kept: torch.Tensor, valid: list[torch.Tensor]) -> torch.Tensor:
+    """Episode flags [R, E] spread over each episode's steps, [R, E·H]."""
+    return torch.cat([kept[:, e : e + 1].expand_as(v) for e, v in enumerate(valid)], 1)
