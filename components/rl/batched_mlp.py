@@ -76,6 +76,7 @@ class BatchedMLP(nn.Module):
         in_features: input size.
         out_features: output size.
         hidden: hidden layer sizes.
+        layer_norm: normalise each hidden layer's pre-activations (`normalised`).
     """
 
     seed_batching = True  # components/seeds: stacked as K seeds × its models
@@ -87,6 +88,7 @@ class BatchedMLP(nn.Module):
         in_features: int,
         out_features: int,
         hidden: Widths = (64, 64),
+        layer_norm: bool = False,
     ):
         super().__init__()
         check_arguments("batched_mlp", BatchedMLP.__init__, {"hidden": hidden})
@@ -94,12 +96,24 @@ class BatchedMLP(nn.Module):
         self.layers = nn.ModuleList(
             BatchedLinear(n_models, a, b) for a, b in itertools.pairwise(sizes)
         )
+        self.layer_norm = layer_norm
 
     def forward(self, x: torch.Tensor, models: torch.Tensor | None = None) -> torch.Tensor:
         """x [K, B, in] -> [K, B, out]; with `models` [M], x [M, B, in] through those models."""
         for layer in self.layers[:-1]:
-            x = layer(x, models).relu_()  # in place: baddbmm's backward does not need its output
+            x = layer(x, models)
+            # in place: baddbmm's backward does not need its output
+            x = normalised(x).relu_() if self.layer_norm else x.relu_()
         return self.layers[-1](x, models)
+
+
+def normalised(x: torch.Tensor) -> torch.Tensor:
+    """LayerNorm of the last dimension without its affine γ, β (the critics' LayerNorm option,
+    as the IQL meta-RL code base's LayerNorm variants). Parameter-free, it is per row whatever
+    the batching, so seed-batched and per-task models need nothing of their own; γ > 0 would be
+    absorbed by the next layer (ReLU is positively homogeneous), β is not — a unit's threshold
+    stays at zero."""
+    return torch.nn.functional.layer_norm(x, x.shape[-1:])
 
 
 def twin_q(net: BatchedMLP, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:

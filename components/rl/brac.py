@@ -64,6 +64,8 @@ class BRAC(nn.Module):
             FOCAL reference does (wasted work; for equal-work benchmarks only).
         regularise: False makes it plain SAC-v1 whatever α and target divergence say (Batch
             PEARL: the environment columns set α for the BRAC rows).
+        layer_norm: LayerNorm (without affine parameters) in every hidden layer of Q, V and
+            the target V, the critics.
 
     Example (one update on a meta-batch of 4 tasks × 8 transitions, then acting):
         >>> import torch
@@ -108,6 +110,7 @@ class BRAC(nn.Module):
         divergence_steps: PositiveInt = 1,
         always_train_divergence: bool = False,
         regularise: bool = True,
+        layer_norm: bool = False,
     ):
         super().__init__()
         if not regularise:
@@ -122,9 +125,10 @@ class BRAC(nn.Module):
         self.divergence_steps = divergence_steps
         self.policy = TanhGaussianPolicy(in_features=x_dim, act_dim=act_dim, hidden=hidden)
         # Twin Q as one batched module of two models: one matmul per layer for both.
-        self.q = BatchedMLP(n_models=2, in_features=x_dim + act_dim, out_features=1, hidden=hidden)
-        self.v = MLP(in_features=x_dim, out_features=1, hidden=hidden)
-        self.v_target = MLP(in_features=x_dim, out_features=1, hidden=hidden)
+        critic = dict(hidden=hidden, layer_norm=layer_norm)
+        self.q = BatchedMLP(n_models=2, in_features=x_dim + act_dim, out_features=1, **critic)
+        self.v = MLP(in_features=x_dim, out_features=1, **critic)
+        self.v_target = MLP(in_features=x_dim, out_features=1, **critic)
         self.v_target.load_state_dict(self.v.state_dict())
         self.v_target.requires_grad_(False)
         self.uses_divergence = alpha > 0 or target_divergence is not None

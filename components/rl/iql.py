@@ -130,6 +130,8 @@ class IQL(nn.Module):
         expectile: τ of the value's expectile loss (IQL's MuJoCo setting: 0.7).
         temperature: β, the inverse temperature of the advantage weight (IQL: 3.0).
         reward_scale: multiplies rewards (1: IQL's; the point robots' columns use 100 for BRAC).
+        layer_norm: LayerNorm (without affine parameters) in every hidden layer of Q and V,
+            the critics (the LayerNorm variants of the IQL meta-RL code base).
 
     Example (one update on a meta-batch of 4 tasks × 8 transitions, then acting):
         >>> import torch
@@ -160,19 +162,21 @@ class IQL(nn.Module):
         expectile: Fraction = 0.7,
         temperature: NonNegativeFloat = 3.0,
         reward_scale: PositiveFloat = 1.0,
+        layer_norm: bool = False,
     ):
         super().__init__()
         x_dim, hidden = obs_dim + latent_dim, tuple(hidden)
         self.tau = tau
         self.policy = GaussianPolicy(in_features=x_dim, act_dim=act_dim, hidden=hidden)
         # Twin Q as one batched module of two models: one matmul per layer for both.
-        self.q = BatchedMLP(n_models=2, in_features=x_dim + act_dim, out_features=1, hidden=hidden)
+        critic = dict(hidden=hidden, layer_norm=layer_norm)
+        self.q = BatchedMLP(n_models=2, in_features=x_dim + act_dim, out_features=1, **critic)
         self.q_target = BatchedMLP(
-            n_models=2, in_features=x_dim + act_dim, out_features=1, hidden=hidden
+            n_models=2, in_features=x_dim + act_dim, out_features=1, **critic
         )
         self.q_target.load_state_dict(self.q.state_dict())
         self.q_target.requires_grad_(False)
-        self.v = MLP(in_features=x_dim, out_features=1, hidden=hidden)
+        self.v = MLP(in_features=x_dim, out_features=1, **critic)
         self.value_loss = ValueLoss(expectile=expectile)
         self.policy_loss = AdvantageWeightedLoss(temperature=temperature)
         self.q_loss = QLoss(discount=discount, reward_scale=reward_scale)

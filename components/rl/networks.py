@@ -27,17 +27,29 @@ class MLP(nn.Module):
         in_features: input size.
         out_features: output size.
         hidden: hidden layer sizes.
+        layer_norm: normalise each hidden layer's pre-activations, without affine parameters
+            (components/rl/batched_mlp.py, `normalised`).
     """
 
     seed_batching = True  # components/seeds: acts on the last dimension
 
-    def __init__(self, *, in_features: int, out_features: int, hidden: Widths = (256, 256, 256)):
+    def __init__(
+        self,
+        *,
+        in_features: int,
+        out_features: int,
+        hidden: Widths = (256, 256, 256),
+        layer_norm: bool = False,
+    ):
         super().__init__()
         check_arguments("mlp", MLP.__init__, {"hidden": hidden})
         layers: list[nn.Module] = []
         size = in_features
         for width in hidden:
-            layers += [nn.Linear(size, width), nn.ReLU(inplace=True)]  # saves a copy per layer
+            relu = nn.ReLU(inplace=True)  # in place: saves a copy per layer
+            if layer_norm:  # in the ReLU's place: the parameters keep their names
+                relu = nn.Sequential(nn.LayerNorm(width, elementwise_affine=False), relu)
+            layers += [nn.Linear(size, width), relu]
             size = width
         self.net = nn.Sequential(*layers, nn.Linear(size, out_features))
 

@@ -86,8 +86,10 @@ def _seed_linear(single: nn.Linear, seeds: int) -> nn.Module:
 
 
 def _seed_layer_norm(single: nn.LayerNorm, seeds: int) -> nn.Module:
-    if len(single.normalized_shape) != 1 or not single.elementwise_affine:
-        raise ValueError("only affine layer norms over the last dimension can be stacked")
+    if len(single.normalized_shape) != 1:
+        raise ValueError("only layer norms over the last dimension can be stacked")
+    if not single.elementwise_affine:
+        return copy.deepcopy(single)  # no parameters: it normalises each row, any seed's
     return SeedLayerNorm(seeds, single.normalized_shape[0], single.eps)
 
 

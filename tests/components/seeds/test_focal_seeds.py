@@ -38,9 +38,16 @@ RECIPES = ["focal.gin", "focalpp.gin", "reference_oracle.gin", "focalpp_dml.gin"
 
 
 COUPLED = ("focal.detach_z = False", "loop.lr_decay = 'cosine'")
+# the IQL backbone, and both backbones' critics with LayerNorm
+BACKBONES = [
+    ("focalpp_iql.gin", ("iql.layer_norm = True",)),
+    ("focal.gin", ("brac.layer_norm = True",)),
+]
 
 
-@pytest.mark.parametrize("recipe, extra", [(r, ()) for r in RECIPES] + [("focalpp.gin", COUPLED)])
+@pytest.mark.parametrize(
+    "recipe, extra", [(r, ()) for r in RECIPES] + [("focalpp.gin", COUPLED), *BACKBONES]
+)
 def test_each_seed_takes_its_single_runs_steps(recipe, extra, tiny_data, tmp_path):
     run_row(recipe, "sparse_point_robot", tiny_data, tmp_path / "warm", train=False)  # data
     batched = first_steps(built(recipe, tiny_data, tmp_path / "k", *extra, seeds=SEEDS))
@@ -215,3 +222,31 @@ def test_batching_moves_each_seeds_result_less_than_the_seed_does(tiny_data, tmp
     spread = max(single) - min(single)
     assert spread > 0
     assert all(abs(b - s) < spread for b, s in zip(batched, single, strict=True)), (batched, single)
+
+
+def test_every_test_context_protocol_scores_the_seeds_together_as_alone(tiny_data, tmp_path):
+    """Each protocol's cell of K seeds meta-tested at once is each seed's alone (fp32
+    rounding): the donors, prior draws, random actions and context draws are the seed's own."""
+    import numpy as np
+
+    import components.evaluation.test_contexts  # noqa: F401  (registers the protocols)
+    from registry import names
+
+    protocols = names("test_context")
+    extra = f"meta_test.protocols = {protocols!r}"
+    run_row("focal.gin", "sparse_point_robot", tiny_data, tmp_path / "warm", train=False)
+    trainer = built("focal.gin", tiny_data, tmp_path / "k", extra, seeds=SEEDS)
+    first_steps(trainer)
+    together = trainer.evaluate_seeds()
+    alone = [trainer.evaluate(seed_index=k) for k in range(len(SEEDS))]
+    for mine, theirs in zip(together, alone, strict=True):
+        assert set(mine.protocols) == set(protocols) - {"offline"}
+        for name, cell in theirs.protocols.items():
+            assert "mean" in cell, (name, cell)
+            np.testing.assert_allclose(
+                list(mine.protocols[name]["per_task"].values()),
+                list(cell["per_task"].values()),
+                rtol=1e-4,
+                atol=1e-4,
+                err_msg=name,
+            )
