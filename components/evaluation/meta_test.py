@@ -156,6 +156,8 @@ class MetaTestResult:
             cell["paper_mean"] = float(self.paper_returns.mean())
         if self.success is not None:
             cell["success_rate"] = float(self.success.mean())
+        if self.normalised_scores is not None:
+            cell["normalised_score"] = float(np.nanmean(self.normalised_scores))
         return cell
 
 
@@ -174,6 +176,9 @@ class MetaTest:
             docs/TEST_CONTEXTS.md) scored beside the headline, each on the same rows and start
             states, each a cell of the result (`protocols`); `offline` is the headline's own.
             A reference row (task vectors given) is scored offline only.
+        protocols_every_time: score them at every meta-test; by default only at the run's
+            last (`final`, set by the loop), where eval.json records them: the online ones
+            cost episodes.
 
     Example (a policy that stands still, on Sparse-Point-Robot's 20 test tasks; the data's
     contents do not matter to it; the robot starts one unit from every goal: −1 per step):
@@ -206,12 +211,15 @@ class MetaTest:
         curve: bool = False,
         max_tasks: Count = 0,
         protocols: Sequence[str] = ("offline",),
+        protocols_every_time: bool = False,
     ):
         check_arguments("meta_test", MetaTest.__init__, locals())
         self.runs, self.context_transitions, self.curve = runs, context_transitions, curve
         self.max_tasks = max_tasks
         self.protocols = _protocols(protocols)
         self._offline = self.protocols.get("offline") or get("test_context", "offline")()
+        self.protocols_every_time = protocols_every_time
+        self.final = False  # the loop sets it before the run's last meta-test
         self._env: Any = None
         self._ceiling: tuple[tuple[int, ...], dict[str, float] | None] | None = None
 
@@ -284,7 +292,8 @@ class MetaTest:
         with eval_mode(encoder):
             # the headline: the offline context, growing by a horizon per episode on a curve
             per_episode = self._offline.episodes(scene, sizes, task_z)
-            cells = {} if task_z is not None else self._other_protocols(scene)
+            scored = task_z is None and (self.final or self.protocols_every_time)
+            cells = self._other_protocols(scene, dataset_returns) if scored else {}
         if self._ceiling is None or self._ceiling[0] != tuple(tasks):
             best = ceiling(family, tasks)
             self._ceiling = (tuple(tasks), best.means() if best is not None else None)
@@ -301,7 +310,9 @@ class MetaTest:
             for k in range(len(seeds))
         ]
 
-    def _other_protocols(self, scene: Scene) -> dict[str, Callable[[int], dict[str, Any]]]:
+    def _other_protocols(
+        self, scene: Scene, dataset_returns: np.ndarray | None
+    ) -> dict[str, Callable[[int], dict[str, Any]]]:
         """Each bound protocol but `offline` (the headline's own), scored on the same rows:
         name -> seed k's cell."""
         cells: dict[str, Callable[[int], dict[str, Any]]] = {}
@@ -314,12 +325,15 @@ class MetaTest:
             except NotApplicable as e:
                 cells[name] = lambda k, why=str(e): {"not_applicable": why}
                 continue
-            cells[name] = functools.partial(self._cell, returns, scene)
+            cells[name] = functools.partial(self._cell, returns, scene, dataset_returns)
         return cells
 
-    def _cell(self, returns: Returns, scene: Scene, k: int) -> dict[str, Any]:
+    def _cell(
+        self, returns: Returns, scene: Scene, dataset_returns: np.ndarray | None, k: int
+    ) -> dict[str, Any]:
         """Seed k's score under one protocol: the headline return per test task (mean over
-        runs), and beside it the dense, paper-comparable and success measures the family has."""
+        runs), and beside it the dense, paper-comparable, success and normalised measures the
+        family has."""
         rows = slice(k * scene.block, (k + 1) * scene.block)
         n = len(scene.test_tasks)
 
@@ -337,6 +351,9 @@ class MetaTest:
             cell["paper_mean"] = float(per_task(returns.paper).mean())
         if returns.success is not None:
             cell["success_rate"] = float(per_task(returns.success.astype(np.float64)).mean())
+        if dataset_returns is not None:
+            scores = normalised(per_task(returns.dense), np.asarray(dataset_returns))
+            cell["normalised_score"] = float(np.nanmean(scores))
         return cell
 
     def _result(

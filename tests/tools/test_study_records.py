@@ -34,7 +34,7 @@ def test_a_study_still_builds_its_record(path):
 
 def test_a_study_that_drifted_is_named(tmp_path):
     """The coupled rows with another learning-rate schedule than their record's."""
-    path = RECORDED[0]
+    path = ROOT / "studies" / "focalpp_blocks_coupled_10_seeds.toml"
     study = load_study(path)
     text = path.read_text().replace("loop.lr_decay = 'cosine'", "loop.lr_decay = 'none'")
     changed = tmp_path / path.name
@@ -46,7 +46,7 @@ def test_a_study_that_drifted_is_named(tmp_path):
 
 def test_a_record_outside_results_is_refused(tmp_path):
     path = tmp_path / "s.toml"
-    shutil.copy(RECORDED[0], path)
+    shutil.copy(ROOT / "studies" / "focalpp_blocks_coupled_10_seeds.toml", path)
     path.write_text(path.read_text().replace('record = "', 'record = "../'))
     with pytest.raises(StudyError, match="must be a folder under results/"):
         load_study(path)

@@ -121,7 +121,7 @@ def test_more_protocols_leave_the_headline_alone(setup):  # noqa: F811
     family, test, layout, encoder, data = setup
 
     def score(protocols):
-        meta_test = MetaTest(runs=1, protocols=protocols)
+        meta_test = MetaTest(runs=1, protocols=protocols, protocols_every_time=True)
         try:
             return meta_test(
                 family=family,
@@ -186,3 +186,17 @@ def test_a_run_records_every_protocol_s_cell(tiny_data, tmp_path):
     offline = cells["offline"]["mean"]
     for row in table.rows[1:]:
         assert row[6] == f"{offline - cells[row[3]]['mean']:.2f} ± 0.00"
+
+
+def test_the_protocols_score_the_last_meta_test_unless_asked_for_every_one(setup):  # noqa: F811
+    family, test, layout, encoder, data = setup
+    meta_test = MetaTest(runs=1, protocols=("offline", "zero_shot"), max_tasks=2)
+    kwargs = dict(family=family, data=data, tasks=test, layout=layout, encoder=encoder,
+                  act=lambda obs, z: torch.tanh(z[:, :2] - 0.1 * obs),
+                  device=torch.device("cpu"), seed=0)  # fmt: skip
+    try:
+        assert meta_test(**kwargs).protocols == {}
+        meta_test.final = True  # as the loop sets it before the run's last meta-test
+        assert set(meta_test(**kwargs).protocols) == {"zero_shot"}
+    finally:
+        meta_test.close()

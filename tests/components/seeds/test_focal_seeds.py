@@ -237,6 +237,7 @@ def test_every_test_context_protocol_scores_the_seeds_together_as_alone(tiny_dat
     run_row("focal.gin", "sparse_point_robot", tiny_data, tmp_path / "warm", train=False)
     trainer = built("focal.gin", tiny_data, tmp_path / "k", extra, seeds=SEEDS)
     first_steps(trainer)
+    trainer.loop.meta_test.final = True  # as the loop sets it for the run's last meta-test
     together = trainer.evaluate_seeds()
     alone = [trainer.evaluate(seed_index=k) for k in range(len(SEEDS))]
     for mine, theirs in zip(together, alone, strict=True):
