@@ -28,11 +28,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
 
 import torch
+from rich.markup import escape
 from torch import nn
 
-from registry import entry_of
+from components.reporting.checkpoint import CHECKPOINT
+from components.reporting.console import err
+from registry import FocalppError, entry_of
 
 
 @dataclass(frozen=True)
@@ -189,3 +193,37 @@ def _non_finite_tensors(module: nn.Module) -> list[str]:
         return []
     ok = torch.stack([torch.isfinite(t.detach()).all() for _, t in named]).tolist()
     return [name for (name, _), fine in zip(named, ok, strict=True) if not fine]
+
+
+class TrainingDiverged(FocalppError):
+    """A loss became NaN or infinite."""
+
+
+def kept(run_dir: Path) -> str:
+    """What a stopped run leaves to go back to."""
+    checkpoint = Path(run_dir) / CHECKPOINT
+    if checkpoint.exists():
+        return f"the last good checkpoint is {checkpoint}"
+    return "no checkpoint had been written yet"
+
+
+def stop_diverged_seeds(runs: list, losses: dict[str, torch.Tensor], steps: str) -> None:
+    """Of K seeds trained together (`runs`: RunRecords), stop each seed still training whose
+    summed losses over `steps` are not finite (each seed's numbers depend on its own alone);
+    raise TrainingDiverged once none trains."""
+    for run in [r for r in runs if r.stopped is None]:
+        bad = {k: float(run.value(v)) for k, v in losses.items()}
+        bad = {k: v for k, v in bad.items() if not math.isfinite(v)}
+        if bad:
+            what = ", ".join(f"{k} became {v}" for k, v in bad.items())
+            run.stopped = f"{what} in steps {steps}"
+            err.print(
+                f"[yellow]seed {run.seed} stopped:[/] {escape(run.stopped)}; "
+                f"{escape(kept(run.run_dir))}; the other seeds go on"
+            )
+    if all(run.stopped is not None for run in runs):
+        every = "; ".join(f"seed {r.seed}: {r.stopped}" for r in runs)
+        raise TrainingDiverged(
+            f"every seed's losses went non-finite ({every}); lower the learning rates or the "
+            "reward scale of the recipe"
+        )

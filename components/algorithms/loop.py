@@ -25,18 +25,12 @@ the training time so far; resuming restores all of them, so a resumed run contin
 
 from __future__ import annotations
 
-import copy
-import json
 import math
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Protocol
 
-import gin
-import numpy as np
 import torch
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -45,35 +39,32 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from components.algorithms.finite import FiniteWatch
-from components.algorithms.precision import AUTO, PRECISIONS, PrecisionChoice, Trial, choose
-from components.algorithms.seed_records import (
-    RunRecord,
-    restore_seed_rng_state,
-    run_records,
-    seed_rng_state,
-    stack_parts,
-    unstack_parts,
-    with_seed,
+from components.algorithms.checkpointer import Checkpointer, LoopState
+from components.algorithms.finite import (
+    FiniteWatch,
+    TrainingDiverged,
+    kept,
+    stop_diverged_seeds,
 )
-from components.evaluation.episodes import NonFiniteActions
+from components.algorithms.meta_tests import log_meta_tests, meta_tests, write_final
+from components.algorithms.precision import (
+    AUTO,
+    PRECISIONS,
+    PrecisionChoice,
+    Trial,
+    choose,
+    time_step,
+)
+from components.algorithms.seed_records import RunRecord
 from components.evaluation.meta_test import MetaTest, MetaTestResult
 from components.reporting.checkpoint import (
-    CHECKPOINT,
     StopRequests,
-    config_fingerprint,
-    load_checkpoint,
-    remove_stale_temporaries,
-    restore_rng_state,
-    rng_state,
-    save_checkpoint,
 )
-from components.reporting.console import err, out
-from components.reporting.metrics import MetricsLog, read_metrics
-from components.reporting.run_dir import atomic_write_text
+from components.reporting.console import out
+from components.reporting.metrics import MetricsLog
 from components.reporting.run_record import add_to_run_record
 from components.runtime import resolve_device
-from registry import FocalppError, RecipeError, RunContext, register
+from registry import RecipeError, RunContext, register
 from registry.constraints import Count, Fraction, PositiveInt
 from registry.validation import check_arguments
 
@@ -83,10 +74,6 @@ LR_DECAYS: dict[str | None, Callable[[float], float]] = {
     "linear": lambda p: 1.0 - p,
     "cosine": lambda p: 0.5 * (1.0 + math.cos(math.pi * p)),
 }
-
-
-class TrainingDiverged(FocalppError):
-    """A loss became NaN or infinite."""
 
 
 class TrainingStopped(KeyboardInterrupt):
@@ -110,36 +97,6 @@ class Learner(Protocol):
     # optional: `extra_steps`, steps the learner runs before the schedule's `loop.steps`
     # (MBML's teachers); `networks_to_compile()`, what `loop.compile` compiles;
     # `evaluate_seeds()`, the meta-tests of K seeds trained together at once
-
-
-def loss_values(metrics: dict[str, torch.Tensor]) -> dict[str, float]:
-    """A step's losses as numbers, one per loss, or one per seed where K seeds train together
-    (`loss_q[2]`: seed index 2), so that a precision trial holds bf16 to fp32 on every seed."""
-    values = {}
-    for name, value in metrics.items():
-        if not name.startswith("loss_"):
-            continue
-        if value.numel() == 1:
-            values[name] = float(value)
-        else:
-            values.update({f"{name}[{k}]": float(v) for k, v in enumerate(value.flatten())})
-    return values
-
-
-SCORED = ("test_return_mean", "dense_return_mean", "paper_return_mean", "normalised_score",
-          "success_rate")  # fmt: skip
-
-
-def last_meta_tests(run_dir: Path, count: int) -> dict[str, Any]:
-    """The mean of each score over the run's last `count` meta-tests (its metrics log, which a
-    resumed run has kept whole), with the steps they were made at."""
-    evals = [r for r in read_metrics(run_dir) if r.get("kind") == "eval"][-count:]
-    if len(evals) < count:
-        raise FocalppError(
-            f"{run_dir}: loop.score_over = {count}, but its log holds {len(evals)} meta-tests"
-        )
-    means = {k: float(np.mean([r[k] for r in evals])) for k in SCORED if k in evals[-1]}
-    return {"count": count, "steps": [r["step"] for r in evals], **means}
 
 
 @register("loop", "loop")
@@ -211,15 +168,13 @@ class TrainingLoop:
         self.lr_decay, self.lr_floor, self.precision = lr_decay, lr_floor, precision
         self.compile, self.score_over, self.seeds_together = compile, score_over, seeds_together
         self.meta_test = meta_test()
+        self.checkpointer = Checkpointer(run)
         self.step = 0
         self.choice: PrecisionChoice | None = None  # run() settles 'auto'
         # run() fills these; set here so a built algorithm can already report its state
-        self._fingerprint: str | None = None
         self._sums: dict[str, torch.Tensor] = {}
         self._seconds_before, self._started = 0.0, time.perf_counter()
         self._meta_test_seconds = 0.0  # of the run's seconds, those spent meta-testing
-        self._log: MetricsLog | None = None
-        self._resume_log: tuple[int, int] | None = None
         self._watch: FiniteWatch | None = None
         self._runs: list[RunRecord] = []
 
@@ -266,26 +221,9 @@ class TrainingLoop:
         return self.choice
 
     def trial(self, learner: Learner, precision: str, seconds: float = 0.5) -> Trial:
-        """Time the learner's step in `precision` (one warm-up step, whose losses are kept, then
-        at least two steps and about `seconds`), then put back its networks, optimisers and
-        random states: the run goes on as if nothing had happened."""
-        saved = {"step": self.step, **copy.deepcopy(learner.parts_state())}
-        rng = rng_state(learner.generators())
-        try:
-            with self.autocast(precision):
-                first = learner.train_step()
-            losses = loss_values(first)
-            steps, start = 0, time.perf_counter()
-            while steps < 2 or time.perf_counter() - start < seconds:
-                with self.autocast(precision):
-                    last = learner.train_step()
-                steps += 1
-            float(next(iter(last.values()), torch.zeros(())).sum())  # wait for the device
-            ms = (time.perf_counter() - start) / steps * 1e3
-        finally:
-            learner.load_parts_state(saved)
-            restore_rng_state(rng, learner.generators())
-        return Trial(ms, losses)
+        """Time the learner's step in `precision`, then put its state back
+        (`precision.time_step`)."""
+        return time_step(learner, lambda: self.autocast(precision), self.step, seconds)
 
     def set_learning_rates(self, optimizers: list[torch.optim.Optimizer]) -> None:
         """Every optimiser's learning rate for the coming step under `lr_decay`."""
@@ -298,84 +236,34 @@ class TrainingLoop:
                 group.setdefault("base_lr", group["lr"])  # before the first step: its set rate
                 group["lr"] = group["base_lr"] * factor
 
-    # --- checkpoints --------------------------------------------------------------------------
+    # --- checkpoints (components/algorithms/checkpointer.py) -------------------------------
+    def loop_state(self) -> LoopState:
+        """The loop's own share of a checkpoint."""
+        return LoopState(
+            step=self.step,
+            pending_metrics=self._sums,
+            train_seconds=self.seconds(),
+            meta_test_seconds=self._meta_test_seconds,
+            precision=self.choice.to_dict() if self.choice else None,
+        )
+
     def checkpoint_state(self, learner: Learner, record: RunRecord | None = None) -> dict[str, Any]:
-        """The learner's state and the loop's: everything the rest of the run depends on; for
-        one of K seeds trained together (`record`), that seed's, in a single run's format."""
-        parts, rng = learner.parts_state(), rng_state(learner.generators())
-        sums, fingerprint = dict(self._sums), self._fingerprint
-        count = self._log.count if self._log else 0
-        if record is not None and record.index is not None:
-            k = record.index
-            parts = unstack_parts(parts, k)
-            rng = seed_rng_state(rng, learner, k)
-            sums = {name: record.value(v) for name, v in sums.items()}
-            fingerprint, count = record.fingerprint, record.log.count if record.log else 0
-        return {
-            "step": self.step,
-            "config_fingerprint": fingerprint,
-            **parts,
-            "rng": rng,
-            "pending_metrics": sums,
-            "metrics_records": count,
-            "train_seconds": self.seconds(),
-            "meta_test_seconds": self._meta_test_seconds,
-            "precision": self.choice.to_dict() if self.choice else None,
-        }
+        """A whole checkpoint as `save` writes it (one seed's, for `record` of K seeds)."""
+        return self.checkpointer.state(learner, self.loop_state(), record)
 
     def restore(self, learner: Learner, state: dict[str, Any]) -> None:
         """Everything `checkpoint_state` saved, to continue training exactly."""
-        learner.load_parts_state(state)
-        self.step = state["step"]
-        restore_rng_state(state["rng"], learner.generators())
-        self._sums = dict(state["pending_metrics"])
-        self._seconds_before = state["train_seconds"]
-        self._meta_test_seconds = state.get("meta_test_seconds", 0.0)  # older checkpoints: none
-        if state.get("precision"):  # none in checkpoints from before 'auto': as requested
-            self.choice = PrecisionChoice(**state["precision"])
-        self._resume_log = (self._records_seen(state), self.step)
+        self._continue_from(self.checkpointer.restore(learner, [state], self.steps))
 
-    def restore_seeds(self, learner: Learner, states: list[dict[str, Any]]) -> None:
-        """K seeds' checkpoints (each a single run's), stacked back into the batched learner."""
-        steps = {s["step"] for s in states}
-        if len(steps) != 1:
-            where = ", ".join(
-                f"seed {r.seed}: {state['step']}"
-                for r, state in zip(self._runs, states, strict=True)
-            )
-            raise FocalppError(
-                f"the seeds' checkpoints are at different steps ({where}); resume each seed as "
-                "a single run (tools/run.py --resume RUN_DIR)"
-            )
-        learner.load_parts_state(stack_parts(states))
-        self.step = states[0]["step"]
-        restore_rng_state(states[0]["rng"], {})
-        for k, state in enumerate(states):
-            restore_seed_rng_state(state["rng"], learner, k)
-        names = states[0]["pending_metrics"].keys()
-        self._sums = {n: torch.stack([torch.as_tensor(s["pending_metrics"][n]) for s in states])
-                      for n in names}  # fmt: skip
-        self._seconds_before = max(s["train_seconds"] for s in states)
-        self._meta_test_seconds = max(s.get("meta_test_seconds", 0.0) for s in states)
-        if states[0].get("precision"):
-            self.choice = PrecisionChoice(**states[0]["precision"])
-        for run, state in zip(self._runs, states, strict=True):
-            run.resume_log = (self._records_seen(state), self.step)
-
-    def _records_seen(self, state: dict[str, Any]) -> int:
-        records = state["metrics_records"]
-        if state["step"] == self.steps:  # stopped after the final meta-test: it is run again
-            records -= 1
-        return records
+    def _continue_from(self, state: LoopState) -> None:
+        self.step, self._sums = state.step, state.pending_metrics
+        self._seconds_before, self._meta_test_seconds = state.train_seconds, state.meta_test_seconds
+        if state.precision:
+            self.choice = PrecisionChoice(**state.precision)
 
     def save(self, learner: Learner) -> None:
         """A checkpoint in every run directory still training."""
-        if not self._runs or self._runs[0].index is None:
-            save_checkpoint(self.checkpoint_state(learner), self.run_context.run_dir)
-            return
-        for run in self._runs:
-            if run.stopped is None:
-                save_checkpoint(self.checkpoint_state(learner, run), run.run_dir)
+        self.checkpointer.save(learner, self.loop_state())
 
     def seconds(self) -> float:
         return self._seconds_before + time.perf_counter() - self._started
@@ -430,22 +318,10 @@ class TrainingLoop:
         """Before the first step: each run's record and fingerprint, the checkpoint(s) of a
         run being resumed, the precision (settled, printed, recorded) and each run's metrics
         log."""
-        self._runs = runs = run_records(self.run_context, getattr(learner, "batched", False))
-        self._fingerprint = config_fingerprint()
-        for run in runs:
-            run.fingerprint = (
-                self._fingerprint
-                if run.index is None
-                else config_fingerprint(with_seed(gin.config_str(), run.seed))
-            )
+        self._runs = runs = self.checkpointer.open(getattr(learner, "batched", False))
         if self.run_context.resume:
-            for run in runs:
-                remove_stale_temporaries(run.run_dir)
-            states = [load_checkpoint(r.run_dir, fingerprint=r.fingerprint) for r in runs]
-            if runs[0].index is None:
-                self.restore(learner, states[0])
-            else:
-                self.restore_seeds(learner, states)
+            states = self.checkpointer.load()
+            self._continue_from(self.checkpointer.restore(learner, states, self.steps))
             out.print(f"resuming at step {self.step} of {self.steps}")
         if self.choice is None:
             self.settle_precision(learner)
@@ -453,9 +329,7 @@ class TrainingLoop:
         self._started = time.perf_counter()
         for run in runs:
             add_to_run_record(run.run_dir, "precision", self.choice.to_dict())
-            resume = self._resume_log if run.index is None else run.resume_log
-            run.log = MetricsLog(run.run_dir, resume=resume)
-        self._log = runs[0].log
+            run.log = MetricsLog(run.run_dir, resume=run.resume_log)
         return runs
 
     def _step(self, learner: Learner, watch: FiniteWatch) -> None:
@@ -483,18 +357,15 @@ class TrainingLoop:
         """Each training run's eval.json and summary.md from its final meta-test."""
         seconds = self.seconds()
         self.finished, self.final_results = self._training(), results  # each run's last test
-        for run, result in zip(self._training(), results, strict=True):
-            record = {
-                **result.to_dict(),
-                "steps": self.step,
-                "train_seconds": round(seconds, 1),  # wall time, meta-tests included
-                "meta_test_seconds": round(self._meta_test_seconds, 3),
-            }
-            if self.score_over > 1:
-                record["last_meta_tests"] = last_meta_tests(run.run_dir, self.score_over)
-            atomic_write_text(run.run_dir / "eval.json", json.dumps(record, indent=1))
-            summary = learner.summary(result, seconds, *([] if run.index is None else [run.index]))
-            atomic_write_text(run.run_dir / "summary.md", summary)
+        write_final(
+            learner,
+            self._training(),
+            results,
+            steps=self.step,
+            seconds=seconds,
+            meta_test_seconds=self._meta_test_seconds,
+            score_over=self.score_over,
+        )
         return results[0], seconds
 
     def _training(self) -> list[RunRecord]:
@@ -503,90 +374,33 @@ class TrainingLoop:
 
     def _evaluate_and_save(self, learner: Learner) -> list[MetaTestResult]:
         """Every training run's meta-test, logged; then a checkpoint."""
-        started = time.perf_counter()
-        results = self._meta_tests(learner)
+        started, runs = time.perf_counter(), self._training()
+        together = self.seeds_together and runs[0].index is not None and runs == self._runs
+        results = meta_tests(learner, runs, together, self.step)
         self._meta_test_seconds += time.perf_counter() - started
-        for run, result in zip(self._training(), results, strict=True):
-            record = result.to_dict()
-            run.log.write(
-                self.step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)}
-            )
+        log_meta_tests(runs, results, self.step)
         self.save(learner)
-        return results
-
-    def _meta_tests(self, learner: Learner) -> list[MetaTestResult]:
-        """Each training run's meta-test: K seeds trained together at once where the learner
-        can (`evaluate_seeds`) and none has stopped, else run by run."""
-        runs = self._training()
-        together = runs[0].index is not None and len(runs) == len(self._runs)
-        if together and self.seeds_together and hasattr(learner, "evaluate_seeds"):
-            try:
-                return learner.evaluate_seeds()
-            except NonFiniteActions:
-                pass  # seed by seed below, to name the seed whose actions were not finite
-        results = []
-        for run in runs:
-            try:
-                result = (
-                    learner.evaluate()
-                    if run.index is None
-                    else learner.evaluate(seed_index=run.index)
-                )
-            except NonFiniteActions as e:
-                raise TrainingDiverged(
-                    f"in the meta-test at step {self.step}, {e}; training stopped and "
-                    f"{self._kept(run)}. Look at the encoder's task vectors on test contexts"
-                ) from e
-            results.append(result)
         return results
 
     def check_finite(self) -> None:
         """Every loss summed since the last record, and every tensor of every part, is finite;
         else stop, naming where the first non-finite value appeared (`FiniteWatch`). Checked
         when logging and before a checkpoint, never per step, so the loop does not wait on the
-        device. Of K seeds trained together, only those whose losses went non-finite stop
-        (each seed's numbers depend on its own alone); training goes on while one remains."""
+        device. Of K seeds trained together, only those whose losses went non-finite stop."""
         losses = {k: v for k, v in self._sums.items() if k.startswith("loss_")}
         since = self.step - (self.step % self.log_every or self.log_every) + 1
         if self._runs and self._runs[0].index is not None:
-            self._stop_seeds(losses, since)
+            if self._watch is not None:
+                self._watch.forget()  # its evidence does not tell the seeds apart
+            stop_diverged_seeds(self._runs, losses, f"{since}-{self.step}")
             return
         findings = self._watch.check(losses) if self._watch else None
-        if not findings:
-            return
-        raise TrainingDiverged(
-            f"{findings.describe(f'{since}-{self.step}')}; training stopped and "
-            f"{self._kept()}. Lower the learning rates or the reward scale of the recipe, or "
-            "fix the part named"
-        )
-
-    def _stop_seeds(self, losses: dict[str, torch.Tensor], since: int) -> None:
-        """Seeds trained together: stop each seed whose summed losses are not finite."""
-        if self._watch is not None:
-            self._watch.forget()  # its evidence does not tell the seeds apart
-        for run in self._training():
-            bad = {k: float(run.value(v)) for k, v in losses.items()}
-            bad = {k: v for k, v in bad.items() if not math.isfinite(v)}
-            if bad:
-                what = ", ".join(f"{k} became {v}" for k, v in bad.items())
-                run.stopped = f"{what} in steps {since}-{self.step}"
-                err.print(
-                    f"[yellow]seed {run.seed} stopped:[/] {escape(run.stopped)}; "
-                    f"{escape(self._kept(run))}; the other seeds go on"
-                )
-        if not self._training():
-            every = "; ".join(f"seed {r.seed}: {r.stopped}" for r in self._runs)
+        if findings:
             raise TrainingDiverged(
-                f"every seed's losses went non-finite ({every}); lower the learning rates or the "
-                "reward scale of the recipe"
+                f"{findings.describe(f'{since}-{self.step}')}; training stopped and "
+                f"{kept(self.run_context.run_dir)}. Lower the learning rates or the reward "
+                "scale of the recipe, or fix the part named"
             )
-
-    def _kept(self, run: RunRecord | None = None) -> str:
-        """What a stopped run leaves to go back to."""
-        checkpoint = (run.run_dir if run is not None else self.run_context.run_dir) / CHECKPOINT
-        if checkpoint.exists():
-            return f"the last good checkpoint is {checkpoint}"
-        return "no checkpoint had been written yet"
 
 
 def _progress(enabled: bool) -> Progress:

@@ -15,18 +15,22 @@ PyTorch recommends for training) under 'auto'; an explicit 'fp32' keeps full fp3
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
 import components.machine as machine
+from components.reporting.checkpoint import restore_rng_state, rng_state
 from components.reporting.run_dir import atomic_write_text
 
 AUTO = "auto"
@@ -61,6 +65,43 @@ class PrecisionChoice:
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def time_step(learner, autocast: Callable[[], Any], step: int, seconds: float = 0.5) -> Trial:
+    """Time the learner's step under `autocast()` (one warm-up step, whose losses are kept, then
+    at least two steps and about `seconds`), then put back its networks, optimisers and random
+    states: the run goes on as if nothing had happened."""
+    saved = {"step": step, **copy.deepcopy(learner.parts_state())}
+    rng = rng_state(learner.generators())
+    try:
+        with autocast():
+            first = learner.train_step()
+        losses = loss_values(first)
+        steps, start = 0, time.perf_counter()
+        while steps < 2 or time.perf_counter() - start < seconds:
+            with autocast():
+                last = learner.train_step()
+            steps += 1
+        float(next(iter(last.values()), torch.zeros(())).sum())  # wait for the device
+        ms = (time.perf_counter() - start) / steps * 1e3
+    finally:
+        learner.load_parts_state(saved)
+        restore_rng_state(rng, learner.generators())
+    return Trial(ms, losses)
+
+
+def loss_values(metrics: dict[str, torch.Tensor]) -> dict[str, float]:
+    """A step's losses as numbers, one per loss, or one per seed where K seeds train together
+    (`loss_q[2]`: seed index 2), so that a precision trial holds bf16 to fp32 on every seed."""
+    values = {}
+    for name, value in metrics.items():
+        if not name.startswith("loss_"):
+            continue
+        if value.numel() == 1:
+            values[name] = float(value)
+        else:
+            values.update({f"{name}[{k}]": float(v) for k, v in enumerate(value.flatten())})
+    return values
 
 
 def cache_file() -> Path:

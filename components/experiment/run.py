@@ -156,9 +156,11 @@ def train(
     try:
         metrics = algorithm.run() or {}
     except BaseException as e:
-        if not resume and not any((d / CHECKPOINT).exists() for d in run_dirs):
+        # stopped before its first checkpoint: nothing to resume (a folder replaced by a file
+        # or moved away mid-run is not ours to remove)
+        if not resume and all(d.is_dir() and not (d / CHECKPOINT).exists() for d in run_dirs):
             for d in run_dirs:
-                shutil.rmtree(d)  # stopped before its first checkpoint: nothing to resume
+                shutil.rmtree(d, ignore_errors=True)
             if isinstance(e, FocalppError):
                 where = ", ".join(str(d) for d in run_dirs)
                 verb = "was" if len(run_dirs) == 1 else "were"

@@ -84,6 +84,7 @@ class MetricsLog:
             self._file.write(json.dumps(record) + "\n")
             self._file.flush()
         except OSError as e:  # a cut last line is dropped on resume (_cut_back)
+            self._refused = e
             raise WriteError(self.path, e, "Its earlier records are whole.") from e
         self.count += 1
         if self._writer is not None:
@@ -92,8 +93,15 @@ class MetricsLog:
                     self._writer.add_scalar(f"{kind}/{key}", value, step)
             self._writer.flush()
 
+    _refused: OSError | None = None  # the write the machine refused, already reported
+
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()  # flushes what is buffered: a refused record tries again
+        except OSError as e:
+            if self._refused is None:
+                raise WriteError(self.path, e, "Its earlier records are whole.") from e
+            # refused again: reported once already (the file descriptor is closed either way)
         if self._writer is not None:
             self._writer.close()
 

@@ -170,7 +170,10 @@ def run_lock(run_dir: Path, doing: str = "resume"):
     try:
         yield
     finally:
-        (Path(run_dir) / LOCK).unlink(missing_ok=True)  # while held: nobody holds this file
+        # while held: nobody holds this file; a folder moved away or replaced by a file
+        # mid-run has no lock file here to remove (the error that ended the run names it)
+        with suppress(OSError):
+            (Path(run_dir) / LOCK).unlink(missing_ok=True)
         os.close(fd)
 
 
