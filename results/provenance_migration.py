@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from components import load_builtin  # noqa: E402
-from components.reporting.records import COLUMNS, UNKNOWN  # noqa: E402
+from components.reports.records import COLUMNS, UNKNOWN  # noqa: E402
 from registry import FocalppError, compose, entries  # noqa: E402
 from registry.provenance import COLLECTION_KINDS, EXPERIMENT  # noqa: E402
 

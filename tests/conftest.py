@@ -94,7 +94,7 @@ def _in_process(tool: str, args: list[str], env: dict) -> subprocess.CompletedPr
     from contextlib import redirect_stderr, redirect_stdout
     from unittest.mock import patch
 
-    from components.reporting import console
+    from components.outputs import console
 
     main = _tool(tool).main
     stdout, stderr = io.StringIO(), io.StringIO()

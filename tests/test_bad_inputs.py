@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from components.reporting.checkpoint import CHECKPOINT
+from components.outputs.checkpoint import CHECKPOINT
 from tests.conftest import DATA, ROOT, cli
 
 DATASET = Path("sparse_point_robot") / "checkpoints-s0-tiny"
@@ -569,7 +569,7 @@ def held_run(world: World, case: Path) -> Path:
     """A stopped run that another real process holds the lock of (as a training one does);
     that process lets go when its stdin closes, at the latest when the tests end."""
     run_dir = copied_run(world, case, drop=("eval.json",))
-    code = "import sys\nfrom components.reporting.run_dir import run_lock\n"
+    code = "import sys\nfrom components.outputs.run_dir import run_lock\n"
     code += "with run_lock(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n"
     holder = subprocess.Popen(
         [sys.executable, "-c", code, str(run_dir)],

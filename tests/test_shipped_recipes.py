@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from gin import config_parser
 
-from components.reporting.metaworld import REFERENCES
-from components.reporting.paper import ROWS
+from components.reports.metaworld import REFERENCES
+from components.reports.paper import ROWS
 from registry import compose, default_recipes_dir
 from registry.recipes import columns
 

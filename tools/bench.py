@@ -66,8 +66,8 @@ from components.data.protocols import CheckpointRollouts
 from components.data.replay import TaskReplay
 from components.envs.ml1 import ML1Family
 from components.envs.point_robot import PointRobotFamily
-from components.reporting.console import run_tool
-from components.reporting.run_dir import atomic_write_text
+from components.outputs.console import run_tool
+from components.outputs.run_dir import atomic_write_text
 from components.transitions import Transitions
 from registry import default_recipes_dir, get, names
 from registry.recipes import compose_columns, env_group

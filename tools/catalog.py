@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import components
-from components.reporting.console import err, out, run_tool
+from components.outputs.console import err, out, run_tool
 from registry import CatalogEntry, FocalppError, catalog, entries, get, load_plugin
 from registry.catalog import describe
 from registry.core import check_kind

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from components.reporting.console import out, run_tool
-from components.reporting.records import is_records, read_records, run_dirs_under, write_records
-from components.results.report import report
+from components.outputs.console import out, run_tool
+from components.reports.records import is_records, read_records, run_dirs_under, write_records
+from components.reports.report import report
 from components.sweep.runner import INDEX, read_index
 from registry import FocalppError
 

@@ -14,7 +14,7 @@ column means: docs/REPORTS.md. `--out DIR` also writes report.md and the figures
 `--plugin` loads sections (and analyses) of one's own. Unfinished runs are listed apart; runs of
 one dataset trained on builds of other content are named in a warning. `--headline` prints the
 one table that answers "does FOCAL++ beat FOCAL, and where?" from the records a headline file
-names (components/results/headline.py).
+names (components/reports/headline.py).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from components.reporting.console import run_tool
-from components.reporting.intervals import REPS
-from components.results.headline import headline
-from components.results.report import report
+from components.outputs.console import run_tool
+from components.reports.headline import headline
+from components.reports.intervals import REPS
+from components.reports.report import report
 
 MAX_REPS = 1_000_000  # a bootstrap keeps reps × seeds numbers per interval
 

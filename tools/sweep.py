@@ -26,9 +26,9 @@ from rich.table import Table
 
 import components.sweep.local  # registers the backends
 import components.sweep.ray_backend  # noqa: F401
-from components.reporting.console import out, run_tool
-from components.reporting.records import is_records, read_records, write_records
-from components.results.report import report
+from components.outputs.console import out, run_tool
+from components.reports.records import is_records, read_records, write_records
+from components.reports.report import report
 from components.sweep.job import Outcome
 from components.sweep.runner import INDEX, run_study
 from components.sweep.study import StudyError, load_study

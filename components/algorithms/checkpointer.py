@@ -27,7 +27,7 @@ from components.algorithms.seed_records import (
     unstack_parts,
     with_seed,
 )
-from components.reporting.checkpoint import (
+from components.outputs.checkpoint import (
     PREVIOUS,
     CheckpointError,
     check_fingerprint,
@@ -39,7 +39,7 @@ from components.reporting.checkpoint import (
     rng_state,
     save_checkpoint,
 )
-from components.reporting.console import err
+from components.outputs.console import err
 from registry import FocalppError, RunContext
 
 

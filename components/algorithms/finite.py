@@ -34,8 +34,8 @@ import torch
 from rich.markup import escape
 from torch import nn
 
-from components.reporting.checkpoint import CHECKPOINT
-from components.reporting.console import err
+from components.outputs.checkpoint import CHECKPOINT
+from components.outputs.console import err
 from registry import FocalppError, entry_of
 
 

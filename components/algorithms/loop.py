@@ -57,12 +57,12 @@ from components.algorithms.precision import (
 )
 from components.algorithms.seed_records import RunRecord
 from components.evaluation.meta_test import MetaTest, MetaTestResult
-from components.reporting.checkpoint import (
+from components.outputs.checkpoint import (
     StopRequests,
 )
-from components.reporting.console import out
-from components.reporting.metrics import MetricsLog
-from components.reporting.run_record import add_to_run_record
+from components.outputs.console import out
+from components.outputs.metrics import MetricsLog
+from components.outputs.run_record import add_to_run_record
 from components.runtime import resolve_device
 from registry import RecipeError, RunContext, register
 from registry.constraints import Count, Fraction, PositiveInt

@@ -14,8 +14,8 @@ from components.algorithms.finite import TrainingDiverged, kept
 from components.algorithms.seed_records import RunRecord
 from components.evaluation.episodes import NonFiniteActions
 from components.evaluation.meta_test import MetaTestResult
-from components.reporting.metrics import read_metrics
-from components.reporting.run_dir import atomic_write_text
+from components.outputs.metrics import read_metrics
+from components.outputs.run_dir import atomic_write_text
 from registry import FocalppError
 
 SCORED = ("test_return_mean", "dense_return_mean", "paper_return_mean", "normalised_score",

@@ -30,8 +30,8 @@ from typing import Any
 import torch
 
 import components.machine as machine
-from components.reporting.checkpoint import restore_rng_state, rng_state
-from components.reporting.run_dir import atomic_write_text
+from components.outputs.checkpoint import restore_rng_state, rng_state
+from components.outputs.run_dir import atomic_write_text
 
 AUTO = "auto"
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}

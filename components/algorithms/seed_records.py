@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from components.reporting.metrics import MetricsLog
+from components.outputs.metrics import MetricsLog
 from components.seeds import stack_states, unstack_state
 from registry import FocalppError
 

@@ -16,8 +16,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from components.benchmarks.tables import table
 from components.benchmarks.training import StepConfig, build_trainer, step_ms
+from components.outputs import figures
 from components.profiling import OTHER, by_part, parts_recorded
-from components.reporting import figures
 
 # the parts a FOCAL-family step marks, in the order of a step
 PARTS = (

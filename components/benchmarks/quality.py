@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.commands import tool_command, tool_env
-from components.reporting.paper import TABLE1
+from components.reports.paper import TABLE1
 
 console = Console(highlight=False, width=max(120, Console().width))
 ROOT = Path(__file__).resolve().parents[2]

@@ -34,8 +34,8 @@ from components.benchmarks.training import (
     sweep_step_ms,
 )
 from components.commands import tool_command
-from components.reporting import figures
-from components.reporting.paper import ROWS
+from components.outputs import figures
+from components.reports.paper import ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINES = ["batch_pearl", "contextual_bcq"]

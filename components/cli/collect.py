@@ -42,9 +42,9 @@ from components.data.build import describe, ensure_dataset
 from components.data.shards import build_shard, merge_shards
 from components.data.store import MANIFEST, cache_root, check_tag, load_dataset
 from components.data.tasks import bound
-from components.reporting.console import out, run_tool
-from components.reporting.progress import progress_lines
-from components.reporting.run_dir import check_name_lengths
+from components.outputs.console import out, run_tool
+from components.outputs.progress import progress_lines
+from components.outputs.run_dir import check_name_lengths
 from registry import FocalppError, get, names
 from registry.constraints import check_seed
 from registry.recipes import compose_columns

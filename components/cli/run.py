@@ -44,13 +44,14 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+import components.reports.contracts  # noqa: F401  (the analyses' and sections' contracts)
 from components.contracts import check
 from components.evaluation.analyses import check_names
 from components.experiment.resume import check_one_recipe, recorded_run
 from components.experiment.run import Finished, run, run_analyses, train
-from components.reporting.console import err, out, run_tool
-from components.reporting.run_dir import pending_analyses, run_lock
-from components.reporting.run_record import compose_recorded, portable
+from components.outputs.console import err, out, run_tool
+from components.outputs.run_dir import pending_analyses, run_lock
+from components.outputs.run_record import compose_recorded, portable
 from registry import Composition, FocalppError, compose, get
 from registry.constraints import check_seed
 from registry.usage import provenance

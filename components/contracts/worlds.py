@@ -29,7 +29,6 @@ from components.contracts.core import (
 )
 from components.data.store import QualityData
 from components.transitions import FIELDS, Transitions
-from registry import names
 
 
 class Family(Protocol):
@@ -74,18 +73,6 @@ class Algorithm(Protocol):
 
 class MetaTestProtocol(Protocol):
     def __call__(self, *, family, data, tasks, layout, encoder, act, device, seed) -> Any: ...
-
-
-class Analysis(Protocol):
-    section: str | None
-
-    def __call__(self, trained: Any, figures: Any) -> dict: ...
-
-
-class ReportSection(Protocol):
-    order: int
-
-    def __call__(self, runs: Any) -> Any: ...
 
 
 class Backend(Protocol):
@@ -203,46 +190,6 @@ def probe_meta_test(factory, given) -> None:
     evaluator = build(factory, "be built as cls() (its settings are gin bindings)")
     names = ("family", "data", "tasks", "layout", "encoder", "act", "device", "seed")
     takes(evaluator.__call__, names, f"be called with {', '.join(names)}")
-
-
-@contract("analysis", Analysis)
-def probe_analysis(factory, given) -> None:
-    analysis = build(factory, "be built as cls() (its settings are gin bindings)")
-    if not callable(analysis):
-        raise Broken("be callable as analysis(trained, figures_dir)", "it is not callable")
-    try:
-        inspect.signature(analysis).bind(object(), object())
-    except TypeError as e:
-        raise Broken("be callable as analysis(trained, figures_dir)", str(e)) from e
-    import components.reporting.sections  # noqa: F401  (the built-in sections)
-
-    section = getattr(analysis, "section", "")
-    if section == "" or (section is not None and section not in names("report_section")):
-        raise Broken(
-            "name the report section that tables its results (section = 'name', or None)",
-            "it names none" if section == "" else f"it names {section!r}, which is not one",
-            f"registered sections: {', '.join(names('report_section'))}; a new one is a "
-            "report_section of your own (docs/EXTENDING.md)",
-        )
-
-
-@contract("report_section", ReportSection)
-def probe_report_section(factory, given) -> None:
-    from components.reporting.tables import RunGroups
-
-    section = build(factory, "be built as cls() (its settings are gin bindings)")
-    order = getattr(section, "order", None)
-    if isinstance(order, bool) or not isinstance(order, int):
-        raise Broken("have an int `order`, its place in report.md", f"it has {order!r}")
-    if not (type(section).__doc__ or "").strip():
-        raise Broken("say in its docstring what its columns mean", "it has no docstring")
-    try:
-        inspect.signature(section).bind(object())
-    except TypeError as e:
-        raise Broken("be callable as section(runs)", str(e)) from e
-    empty = section(RunGroups({}))
-    if empty is not None:
-        raise Broken("return None for runs that hold nothing it reports", f"it returned {empty!r}")
 
 
 @contract("backend", Backend)

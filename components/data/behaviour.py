@@ -18,7 +18,7 @@ import torch
 from components.data.replay import TaskReplay
 from components.data.store import DatasetError
 from components.envs.family import EnvFamily, Task
-from components.reporting.run_dir import atomic_file
+from components.outputs.run_dir import atomic_file
 from components.rl.sac import TaskBatchedSAC
 from components.transitions import Transitions
 

@@ -29,8 +29,8 @@ from components.data.store import (
     write_dataset,
 )
 from components.envs.family import EnvFamily
-from components.reporting.console import out
-from components.reporting.run_dir import check_name_lengths
+from components.outputs.console import out
+from components.outputs.run_dir import check_name_lengths
 from registry import get
 
 

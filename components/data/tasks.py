@@ -18,7 +18,7 @@ from components.data.build import ensure_dataset
 from components.data.returns import dataset_returns
 from components.data.sampler import TensorSampler
 from components.data.shards import load_merged
-from components.reporting.progress import progress_lines
+from components.outputs.progress import progress_lines
 from components.runtime import resolve_device
 from registry import RunContext, get, register
 from registry.constraints import Count

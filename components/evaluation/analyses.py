@@ -13,8 +13,8 @@ import components.evaluation.ood_context
 import components.evaluation.task_vectors
 import components.evaluation.training_trend
 import components.evaluation.tsne  # noqa: F401
-from components.reporting.run_dir import ANALYSIS, atomic_write_text
-from components.reporting.run_record import load_trained
+from components.outputs.run_dir import ANALYSIS, atomic_write_text
+from components.outputs.run_record import load_trained
 from registry import RecipeError, entries, get
 from registry.recipes import parse_bindings
 from registry.usage import bindings_outside

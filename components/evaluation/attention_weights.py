@@ -115,7 +115,7 @@ class AttentionAnalysis:
             d = result.densities(self.bins)
             series = {k: v for k, v in d.items() if k != "edges"}
             # imported when used, as sklearn is: matplotlib costs ~0.7 s of start-up
-            from components.reporting.figures import densities as density_figure
+            from components.outputs.figures import densities as density_figure
 
             figure = density_figure(
                 d["edges"],

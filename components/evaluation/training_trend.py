@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from components.reporting.metrics import read_metrics
+from components.outputs.metrics import read_metrics
 from registry import register
 from registry.constraints import Fraction
 

@@ -77,7 +77,7 @@ class TSNEAnalysis:
         )
         ctx = trained.run_context
         # imported when used, as sklearn is: matplotlib costs ~0.7 s of start-up
-        from components.reporting.figures import scatter_by_label
+        from components.outputs.figures import scatter_by_label
 
         figure = scatter_by_label(
             task_map.points,

@@ -12,7 +12,7 @@ import torch
 
 from components.algorithms.seed_records import with_seed
 from components.machine import cpu, summary
-from components.reporting.run_record import plugin_reference, portable
+from components.outputs.run_record import plugin_reference, portable
 from registry import Composition, operative_config
 from registry.provenance import built_parts, config_digest, effective_bindings
 from registry.usage import provenance

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from components.experiment.record import dataset_of
-from components.reporting.run_record import (
+from components.outputs.run_record import (
     plugin_reference,
     portable,
     read_run_record,

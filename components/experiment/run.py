@@ -20,9 +20,9 @@ from components.contracts import check
 from components.evaluation.analyses import analyse, scalars
 from components.experiment.record import configuration_record, run_record, seed_config
 from components.experiment.resume import check_dataset
-from components.reporting.checkpoint import CHECKPOINT
-from components.reporting.console import err, out
-from components.reporting.run_dir import (
+from components.outputs.checkpoint import CHECKPOINT
+from components.outputs.console import err, out
+from components.outputs.run_dir import (
     atomic_write_text,
     create_run_dir,
     default_run_dir,

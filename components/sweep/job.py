@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from components.commands import tool_command, tool_env
-from components.reporting.checkpoint import CHECKPOINT
+from components.outputs.checkpoint import CHECKPOINT
 from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec, SeedGroupSpec
 
 ROOT = Path(__file__).resolve().parents[2]

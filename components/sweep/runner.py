@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from components.reporting.run_dir import (
+from components.outputs.run_dir import (
     atomic_write_text,
     make_dirs,
     missing_analyses,

@@ -1,7 +1,7 @@
 """An analysis and the report section that tables it, written outside the package: loaded with
 `tools/analyze.py --plugin` and `tools/report.py --plugin`."""
 
-from components.reporting.tables import RunGroups, Section, table_or_none
+from components.reports.tables import RunGroups, Section, table_or_none
 from registry import register
 
 

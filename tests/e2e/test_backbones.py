@@ -9,8 +9,8 @@ import json
 import pytest
 import torch
 
-from components.reporting.checkpoint import load_checkpoint
-from components.reporting.paper import ROWS
+from components.outputs.checkpoint import load_checkpoint
+from components.reports.paper import ROWS
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.networks import MLP
 from tests.conftest import cli, run_row

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from components.reporting.checkpoint import load_checkpoint
+from components.outputs.checkpoint import load_checkpoint
 from tests.conftest import ROOT, cli
 from tests.tools.test_resume import ONE_THREAD, final, start_run, wait_for_step
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from components.reporting.paper import ROWS
+from components.reports.paper import ROWS
 from registry.recipes import columns
 from tests.conftest import run_row
 

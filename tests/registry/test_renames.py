@@ -7,7 +7,7 @@ from __future__ import annotations
 import gin
 import pytest
 
-from components.reporting.checkpoint import check_fingerprint, config_fingerprint
+from components.outputs.checkpoint import check_fingerprint, config_fingerprint
 from registry import RecipeError, gin_state, renames
 from registry.catalog import bindable_arguments
 from registry.recipes import parse_bindings, parse_file

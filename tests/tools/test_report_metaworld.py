@@ -3,9 +3,9 @@ beside the published numbers, the place between the reference rows, and the orde
 
 from __future__ import annotations
 
-from components.reporting.sections.metaworld_scores import MetaWorld
-from components.reporting.tables import RunGroups
-from components.results.runs import groups
+from components.reports.runs import groups
+from components.reports.sections.metaworld_scores import MetaWorld
+from components.reports.tables import RunGroups
 
 
 def record(recipe: str, env: str, seed: int, score: float, success: float = 0.5) -> dict:
@@ -178,7 +178,7 @@ def test_figures_read_a_run_as_it_was_scored(tmp_path):
     """Runs scored over their last meta-tests (`loop.score_over`) are drawn with that score,
     named in the figure's title; runs scored on their final meta-test alone are drawn and
     named so."""
-    from components.reporting.report_figures import _finals, _when, iqm_figure
+    from components.reports.report_figures import _finals, _when, iqm_figure
 
     runs = []
     for recipe, finals, lasts in [

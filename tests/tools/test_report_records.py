@@ -13,7 +13,7 @@ import PIL
 import pytest
 from PIL import Image
 
-from components.reporting import metaworld
+from components.reports import metaworld
 from tests.conftest import ROOT, cli
 
 RESULTS = ROOT / "results"
@@ -52,7 +52,7 @@ METRICS = ("paper-comparable return", "dense return", "normalised score", "embed
 
 def drawn_here(path: Path) -> bool:
     """Whether this machine's matplotlib and Pillow are the ones that drew the PNG."""
-    from components.reporting.figures import SOFTWARE
+    from components.outputs.figures import SOFTWARE
 
     said = Image.open(path).info.get("Software", "")
     return said == f"{SOFTWARE} {matplotlib.__version__}, Pillow {PIL.__version__}"
@@ -69,7 +69,7 @@ def test_every_committed_table_title_is_short():
 
 
 def test_every_section_is_explained_in_the_docs():
-    import components.reporting.sections  # noqa: F401
+    import components.reports.sections  # noqa: F401
     from registry import entries
 
     # the project's own sections: a plugin another test loaded into this worker is not ours
@@ -199,8 +199,8 @@ def test_a_headline_counts_only_the_tasks_where_the_context_can_matter(tmp_path)
 
 def test_every_verdict_word_follows_the_one_rule():
     """Each P [low, high] on the README's and the results page's tables stands beside the verdict
-    word the one rule gives it (components/reporting/intervals.verdict)."""
-    from components.reporting.intervals import Estimate, verdict
+    word the one rule gives it (components/reports/intervals.verdict)."""
+    from components.reports.intervals import Estimate, verdict
 
     interval = re.compile(r"^(\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]$")
     words = {"reproduced", "reversed", "same within noise"}

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from components.reporting.checkpoint import (
+from components.outputs.checkpoint import (
     CHECKPOINT,
     load_checkpoint,
     remove_stale_temporaries,
@@ -146,13 +146,13 @@ def test_ctrl_c_checkpoints_exits_cleanly_and_resumes_exactly(uninterrupted, tin
 WRITER = """
 import sys, torch
 sys.path.insert(0, {root!r})
-from components.reporting.checkpoint import save_checkpoint
+from components.outputs.checkpoint import save_checkpoint
 save_checkpoint({{"step": 2, "big": torch.zeros(200_000_000)}}, {root_dir!r})
 """
 
 
 def test_checkpoint_write_killed_half_way_keeps_the_previous_one(tmp_path):
-    from components.reporting.checkpoint import save_checkpoint
+    from components.outputs.checkpoint import save_checkpoint
 
     save_checkpoint({"step": 1, "weights": torch.arange(3.0)}, tmp_path)
     script = WRITER.format(root=str(ROOT), root_dir=str(tmp_path))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.sweep.drift import drifted_rows
+from components.reports.drift import drifted_rows
 from components.sweep.study import StudyError, load_study
 
 ROOT = Path(__file__).resolve().parents[2]

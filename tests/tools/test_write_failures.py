@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from components.reporting.checkpoint import CHECKPOINT, load_checkpoint
+from components.outputs.checkpoint import CHECKPOINT, load_checkpoint
 from tests.conftest import ROOT, cli
 from tests.tools.test_resume import ONE_THREAD, wait_for_step
 

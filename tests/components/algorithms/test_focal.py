@@ -10,7 +10,7 @@ import torch
 
 from components.algorithms.loop import TrainingDiverged
 from components.contracts import ContractError
-from components.reporting.checkpoint import load_checkpoint
+from components.outputs.checkpoint import load_checkpoint
 from registry import RecipeError
 from tests.conftest import DATA, cli, run_row
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from components.algorithms.precision import PrecisionChoice, Trial, choose, interleaved, measured
-from components.reporting.checkpoint import load_checkpoint
+from components.outputs.checkpoint import load_checkpoint
 from tests.conftest import cli, run_row
 
 CPU = torch.device("cpu")

@@ -158,7 +158,7 @@ def test_the_trend_flags_the_seeds_whose_contrastive_loss_rose():
     from pathlib import Path
 
     from components.evaluation.training_trend import trends
-    from components.reporting.records import read_logs
+    from components.reports.records import read_logs
 
     record = Path(__file__).parents[3] / "results/ten_seeds/rows"  # its training logs, archived
 

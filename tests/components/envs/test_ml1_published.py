@@ -155,7 +155,7 @@ def test_a_run_scores_against_every_dataset_episode_over_its_last_meta_tests(tmp
     """The published score: each meta-test's test return ÷ the mean return of all the
     dataset's episodes (every variation's), and eval.json's mean of the last meta-tests."""
     from components.data.returns import dataset_returns
-    from components.reporting.metrics import read_metrics
+    from components.outputs.metrics import read_metrics
     from tests.conftest import run_row
 
     store, dataset = built
@@ -210,8 +210,8 @@ def test_the_published_data_go_to_minari_and_come_back_bit_for_bit(built, tmp_pa
 
 
 def test_reports_read_the_published_score_beside_the_published_numbers():
-    from components.reporting import metaworld
-    from components.reporting.readings import normalised
+    from components.reports import metaworld
+    from components.reports.readings import normalised
 
     assert metaworld.published("ml1pub_push", "focalpp") == metaworld.published(
         "ml1_push", "focalpp"

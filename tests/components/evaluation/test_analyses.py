@@ -21,7 +21,7 @@ from components.evaluation.attention_weights import (
 )
 from components.evaluation.embedding_variance import embedding_variance, variance_over_draws
 from components.evaluation.tsne import tsne_map
-from components.reporting.figures import scatter_by_label
+from components.outputs.figures import scatter_by_label
 from components.transitions import Transitions
 from tests.conftest import cli, run_row
 
@@ -198,7 +198,7 @@ def test_analyze_refuses_an_unknown_analysis(tiny_run):
 
 
 def test_crossovers_known_values():
-    from components.reporting.sections.variance_sparsity import crossovers
+    from components.reports.sections.variance_sparsity import crossovers
 
     x = [0.2, 0.4, 0.6, 0.8]
     assert crossovers(x, [1, 1, 1, 1], [2, 1.5, 0.5, 0]) == pytest.approx([0.5])

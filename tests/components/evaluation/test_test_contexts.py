@@ -16,9 +16,9 @@ from components.data.store import QualityData
 from components.evaluation.meta_test import MetaTest
 from components.evaluation.test_contexts.online_greedy import OnlineGreedy
 from components.evaluation.test_contexts.zero_shot import ZeroShot
-from components.reporting.sections.test_contexts import ProtocolReturns
-from components.reporting.tables import RunGroups
-from components.results.runs import groups
+from components.reports.runs import groups
+from components.reports.sections.test_contexts import ProtocolReturns
+from components.reports.tables import RunGroups
 from registry import FocalppError, UnknownComponentError, get, names
 from tests.components.evaluation.test_meta_test import setup  # noqa: F401  (a fixture)
 from tests.conftest import run_row

@@ -133,7 +133,7 @@ def grouped(recipe, tiny_data, root, seeds, *bindings):
 
 
 def records(run_dir):
-    from components.reporting.metrics import read_metrics
+    from components.outputs.metrics import read_metrics
 
     return read_metrics(run_dir)
 

@@ -1,0 +1,175 @@
+"""A run directory's record (run.json) and the trained algorithm it describes.
+
+`tools/run.py --resume` continues a run from its record; `tools/analyze.py` rebuilds the trained
+algorithm from the record and its checkpoint to measure it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from components.outputs.checkpoint import (
+    CHECKPOINT,
+    check_fingerprint,
+    config_fingerprint,
+    load_checkpoint,
+)
+from components.outputs.console import out
+from components.outputs.run_dir import atomic_write_text
+from registry import Composition, FocalppError, RunContext, compose, default_recipes_dir
+from registry.constraints import check_seed
+from registry.recipes import build_algorithm
+
+RECORDED = ("recipe", "env", "scale", "seed", "device")
+
+
+def portable(path: str | Path) -> str:
+    """A recipe file as run.json records it: relative to the recipes directory where it lies
+    inside (so the record holds on any machine and checkout), else its absolute path."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(default_recipes_dir().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def recorded_recipe(record: dict[str, Any], run_dir: Path) -> str:
+    """The recipe file a record names, found on this machine: a name under the recipes
+    directory; an absolute path; or, for records written by other checkouts (absolute paths
+    into their recipes directory), the same file under this one's."""
+    recipe = Path(record["recipe"])
+    if not recipe.is_absolute() or recipe.is_file():
+        return str(recipe)
+    parts = recipe.parts
+    if "recipes" in parts:
+        tail = Path(*parts[len(parts) - parts[::-1].index("recipes") :])
+        if (default_recipes_dir() / tail).is_file():
+            return str(tail)
+    raise FocalppError(
+        f"{run_dir}/run.json names recipe {recipe}, which is not on this machine (the run "
+        "directory was copied or the file moved): put it back, or resume with "
+        f"`python tools/run.py --resume {run_dir} --recipe NEW_PATH` (the configuration must "
+        "still be the one the run was trained with)"
+    )
+
+
+def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
+    """run.json of `run_dir`, checked; errors say `cannot <doing> <run_dir>: ...`."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FocalppError(f"cannot {doing} {run_dir}: no such run directory")
+    path = run_dir / "run.json"
+    if not path.is_file():
+        raise FocalppError(f"cannot {doing} {run_dir}: not a run directory (it has no run.json)")
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FocalppError(f"cannot {doing} {run_dir}: {path} is not a run record ({e})") from e
+    if not isinstance(record, dict):
+        raise FocalppError(
+            f"cannot {doing} {run_dir}: {path} is not a run record (expected a JSON object)"
+        )
+    missing = [k for k in RECORDED if k not in record]
+    if missing:
+        raise FocalppError(f"cannot {doing} {run_dir}: {path} lacks {', '.join(missing)}")
+    _check_recorded_values(record, path, f"cannot {doing} {run_dir}")
+    return record
+
+
+def _check_recorded_values(record: dict[str, Any], path: Path, prefix: str) -> None:
+    """The recorded choices have the types tools/run.py writes (a hand edit may break them)."""
+    for key in ("recipe", "env", "scale", "device"):
+        if not isinstance(record[key], str):
+            raise FocalppError(
+                f"{prefix}: {path} has {key} {record[key]!r}, expected a string: the record "
+                "is damaged"
+            )
+    try:
+        check_seed(record["seed"], "seed")
+    except FocalppError as e:
+        raise FocalppError(f"{prefix}: {path} has {e}: the record is damaged") from e
+
+
+def add_to_run_record(run_dir: Path, key: str, value: Any) -> None:
+    """Set `key` in the run's run.json, where it has one (tools/run.py writes it; a trainer
+    built elsewhere, e.g. by a benchmark, has none)."""
+    path = Path(run_dir) / "run.json"
+    if path.is_file():
+        record = json.loads(path.read_text())
+        if record.get(key) != value:
+            atomic_write_text(path, json.dumps({**record, key: value}, indent=1))
+
+
+def plugin_reference(plugin: str) -> str:
+    """A plugin file as an absolute path (a resume may start elsewhere); a module name as is."""
+    path = Path(plugin).expanduser()
+    return str(path.resolve()) if path.suffix == ".py" and path.is_file() else plugin
+
+
+def relocated_plugins(record: dict[str, Any], run_dir: Path, given: Sequence[str] = ()) -> list:
+    """The run's plugins as this machine has them: a recorded plugin file that is not here is
+    replaced by the `given` file of the same name (`--plugin NEW_PATH`, as `--recipe NEW_PATH`
+    for a moved recipe; the configuration fingerprint still has to match); without one, the
+    message says so."""
+    moved = {Path(p).name: plugin_reference(p) for p in given if str(p).endswith(".py")}
+    plugins = []
+    for plugin in record.get("plugins", []):
+        name = Path(plugin).name
+        if not str(plugin).endswith(".py") or Path(plugin).is_file():
+            plugins.append(plugin)
+        elif name in moved:
+            plugins.append(moved[name])
+        else:
+            raise FocalppError(
+                f"{run_dir}/run.json names plugin file {plugin}, which is not on this machine "
+                "(the run directory was copied or the file moved): put it back, or say where "
+                f"it is now with --plugin NEW_PATH/{name} (`python tools/run.py --resume "
+                f"{run_dir} --plugin NEW_PATH/{name}`, or `python tools/analyze.py {run_dir} "
+                f"--plugin NEW_PATH/{name}`; the configuration must still be the one the run "
+                "was trained with)"
+            )
+    return plugins
+
+
+def compose_recorded(
+    record: dict[str, Any], run_dir: Path, bindings: tuple[str, ...] = ()
+) -> Composition:
+    """The run's configuration, composed again from its record (plus extra `bindings`)."""
+    return compose(
+        recorded_recipe(record, run_dir),
+        env=record["env"],
+        scale=record["scale"],
+        seed=record["seed"],
+        device=record["device"],
+        bindings=[*record.get("bindings", []), *bindings],
+        plugins=relocated_plugins(record, run_dir),
+    )
+
+
+def load_trained(run_dir: Path, plugins: Sequence[str] = ()):
+    """The algorithm of a run with its checkpoint's networks (the last meta-test's, for a
+    finished run): built from the recorded configuration, which must match the checkpoint's.
+    `plugins`: where the run's plugin files are now, if they moved (`relocated_plugins`)."""
+    run_dir = Path(run_dir)
+    record = read_run_record(run_dir, doing="analyse")
+    record = {**record, "plugins": relocated_plugins(record, run_dir, plugins)}
+    exp = compose_recorded(record, run_dir).experiment
+    context = RunContext(
+        env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir, device=exp.device
+    )
+    algorithm = build_algorithm(exp, context)
+    if not hasattr(algorithm, "load_weights"):
+        raise FocalppError(f"algorithm {exp.algorithm_name} of {run_dir} cannot load a checkpoint")
+    state = load_checkpoint(run_dir)
+    if "config_fingerprint" not in state:
+        out.print(
+            f"note: {run_dir}'s checkpoint predates configuration fingerprints; it is read "
+            "with the recipe files as they are now"
+        )
+    else:
+        check_fingerprint(state, config_fingerprint(), run_dir / CHECKPOINT)
+    algorithm.load_weights(state)
+    return algorithm

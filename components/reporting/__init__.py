@@ -1,1 +1,0 @@
-"""Run directories, console output, logs, tables and plots."""

@@ -1,0 +1,102 @@
+"""What a group of recorded runs trained, read from their records, and the refusal of a group
+whose runs were built differently.
+
+A table cell reads the runs of one row on one environment. Their records say what ran
+(components/reports/records.py, PROVENANCE): the parts built, the precision, the steps and
+the digest of the bindings that took effect. A cell mixing two builds — another encoder, another
+precision, another number of steps, another configuration — would average two experiments
+under one name, so it is refused, naming what differs. A field a run recorded before it
+existed says `unknown`; it is left out of the comparison, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from registry import FocalppError
+from registry.provenance import differing
+
+UNKNOWN = "unknown"  # a field a run recorded before it existed
+
+# the kinds that make an encoder and its objective what they are (each selected by a recipe's
+# reference, so also readable from runs recorded before the records named every part)
+ENCODING_KINDS = (
+    "context_encoder",
+    "transition_encoder",
+    "attention",
+    "block_gate",
+    "tokenizer",
+    "objective",
+    "metric_loss",
+)
+# how the headline names an encoder by its registered context encoder
+ENCODERS = {
+    "attention_blocks": "paper's",  # residual attention blocks, z in (-1, 1)
+    "parallel_encoder": "first edition",  # two encoders, their outputs summed
+    "context_encoder": "one MLP encoder",
+}
+
+
+def encoding(run: dict) -> dict[str, list[str]] | None:
+    parts = run.get("parts", UNKNOWN)
+    if parts == UNKNOWN or parts is None:
+        return None
+    return {kind: parts[kind] for kind in ENCODING_KINDS if kind in parts}
+
+
+def precision_of(run: dict) -> str:
+    precision = run.get("precision", UNKNOWN)
+    return precision.get("precision", UNKNOWN) if isinstance(precision, dict) else UNKNOWN
+
+
+def steps_of(run: dict) -> int | str:
+    return run.get("eval", {}).get("steps", UNKNOWN)
+
+
+def check_one_build(runs: Sequence[dict], what: str) -> None:
+    """Refuse `runs` (described by `what`) unless every field they know agrees."""
+    for name, read in (("parts", encoding), ("precision", precision_of), ("steps", steps_of)):
+        known = {}
+        for run in runs:
+            value = read(run)
+            if value not in (None, UNKNOWN):
+                known.setdefault(repr(value), run["run"])
+        if len(known) > 1:
+            shown = "; ".join(f"{v} ({r})" for v, r in known.items())
+            raise FocalppError(f"{what} were built differently, in {name}: {shown}")
+    digests = {}
+    for run in runs:
+        if run.get("config_digest", UNKNOWN) != UNKNOWN:
+            digests.setdefault(run["config_digest"], run)
+    if len(digests) > 1:
+        first, second = list(digests.values())[:2]
+        lines = differing(first.get("config") or {}, second.get("config") or {})
+        shown = "\n  ".join(lines[:20]) or "(the record holds neither configuration)"
+        raise FocalppError(
+            f"{what} were built from other bindings ({len(digests)} configurations; "
+            f"{first['run']} v {second['run']}):\n  {shown}\nGive each configuration a row of "
+            "its own: a label (`--label NAME`; in a study, `label = 'NAME'`) or another record"
+        )
+
+
+def encoder_name(runs: Sequence[dict]) -> str:
+    """The runs' encoder in words ('paper's', 'first edition'), from the
+    context encoder they built; `unknown` where no run recorded it."""
+    names = {tuple(e.get("context_encoder", ())) for run in runs if (e := encoding(run))}
+    if not names:
+        return UNKNOWN
+    words = []
+    for built in sorted(names):
+        chosen = [ENCODERS[n] for n in built if n in ENCODERS and n != "context_encoder"]
+        words.append(chosen[0] if chosen else ", ".join(ENCODERS.get(n, n) for n in built))
+    return " + ".join(words)
+
+
+def precision_name(runs: Sequence[dict]) -> str:
+    known = sorted({p for run in runs if (p := precision_of(run)) != UNKNOWN})
+    return " + ".join(known) if known else UNKNOWN
+
+
+def run_steps(runs: Sequence[dict]) -> str:
+    known = sorted({s for run in runs if isinstance(s := steps_of(run), int)})
+    return " + ".join(f"{s:,}" for s in known) if known else UNKNOWN

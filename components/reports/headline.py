@@ -1,0 +1,188 @@
+"""The headline: does FOCAL++ beat FOCAL, and where? One small table from committed records.
+
+A headline file (results/headline.toml) lists the benchmarks; each names the environments, the
+record of the paper's rows (the encoder learns from its objective alone) and the record of our
+coupled rows (label `coupled`: the critic's gradient let into the encoder). Per benchmark and
+form: the seeds, P(a run of FOCAL++ beats a run of FOCAL) with its 95% interval (over several
+tasks, averaged over tasks with seeds resampled within each), and the verdict on the paper's
+claim that FOCAL++ is above. The score: Meta-World's normalised score, elsewhere the
+paper-comparable return of the final meta-test.
+
+What each cell trained is read from the records, never typed: the FOCAL++ encoder (the parts
+its runs built), the steps and the precision. A cell whose runs were built differently (two
+encoders, two precisions, two step counts, two configurations under one row) is refused,
+naming what differs (`components/reports/builds.py`).
+
+A benchmark may name the record of its floor and ceiling of task inference (`references`): then
+only the tasks where the two differ by their interval, in the benchmark's `measure` (its score,
+or `success rate`), enter its cells; the count of tasks says how many of the listed ones that
+is (at the CPU scale, on Meta-World's published recipe, the context can matter in score on
+reach-wall alone).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomllib
+
+from components.reports import metaworld
+from components.reports.builds import check_one_build, encoder_name, precision_name, run_steps
+from components.reports.intervals import REPS, improvement, verdict
+from components.reports.readings import comparable, normalised, success
+from components.reports.runs import read_runs
+from components.reports.sections.metaworld_gap import context_can_matter
+from components.reports.tables import Table, recipe_stem
+from registry import FocalppError
+
+CANNOT = "the context cannot matter here"
+
+FORMS = (("paper", ""), ("coupled", "coupled"))  # (the spec's key, the runs' label)
+ROW, AGAINST = "focalpp", "focal"
+COLUMNS = (
+    "benchmark",
+    "seeds",
+    "paper's rows: P(FOCAL++ > FOCAL)",
+    "verdict",
+    "coupled rows: P(FOCAL++ > FOCAL)",
+    "verdict",
+    "FOCAL++ encoder",
+    "steps",
+    "precision",
+)
+KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure"}
+MEASURES = {"score": None, "success rate": success}  # None: the benchmark's own score
+
+
+def read_spec(path: Path) -> list[dict[str, Any]]:
+    try:
+        spec = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise FocalppError(f"cannot read the headline file {path}: {e}") from e
+    rows = spec.get("benchmark")
+    if not isinstance(rows, list) or not rows:
+        raise FocalppError(f"{path} lists no [[benchmark]]: expected one table per benchmark")
+    for number, row in enumerate(rows, 1):
+        if row.get("measure", "score") not in MEASURES:
+            raise FocalppError(
+                f"{path}: benchmark {number} has measure {row['measure']!r}; expected one of "
+                f"{', '.join(MEASURES)}"
+            )
+        missing = {"benchmark", "envs", "paper"} - set(row)
+        unknown = set(row) - KEYS
+        if missing or unknown:
+            raise FocalppError(
+                f"{path}: benchmark {number} "
+                + (f"lacks {', '.join(sorted(missing))}" if missing else "")
+                + (f"has unknown keys {', '.join(sorted(unknown))}" if unknown else "")
+                + f"; expected the keys {', '.join(sorted(KEYS))}"
+            )
+    return rows
+
+
+def headline(path: Path) -> Table:
+    """The headline table of the benchmarks in `path`, records read from its folder."""
+    root = Path(path).parent
+    rows = []
+    for bench in read_spec(path):
+        cells: list[str] = [bench["benchmark"]]
+        seeds, encoders, steps, precisions = "-", {}, {}, {}
+        measure = MEASURES[bench.get("measure", "score")]
+        envs = bench["envs"]
+        if bench.get("references"):
+            envs = _where_context_can_matter(root / bench["references"], envs, measure)
+        if not envs:
+            rows.append((cells[0], f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 6))
+            continue
+        for key, label in FORMS:
+            if not bench.get(key):
+                cells += ["-", "-"]
+                continue
+            (x, y), runs = _scores(root / bench[key], envs, label, measure)
+            p = improvement(x, y)
+            cells += [p.format(), verdict(p, True)]
+            encoders[key] = encoder_name(runs[ROW])
+            steps[key] = run_steps(runs[ROW] + runs[AGAINST])
+            precisions[key] = precision_name(runs[ROW] + runs[AGAINST])
+            if key == "paper":
+                tasks, of = x.shape[1], len(bench["envs"])
+                seeds = f"{x.shape[0]} v {y.shape[0]}"
+                if of > 1:
+                    seeds += f" × {tasks} of {of} tasks" if tasks < of else f" × {tasks} tasks"
+        rows.append(
+            (
+                cells[0],
+                seeds,
+                *cells[1:],
+                *(_per_form(x) for x in (encoders, steps, precisions)),
+            )
+        )
+    return Table(
+        "Headline: does FOCAL++ beat FOCAL? P(a run of FOCAL++ beats a run of FOCAL)", COLUMNS, rows
+    )
+
+
+def _per_form(values: dict[str, str]) -> str:
+    """One cell for both forms: the value, or `paper's value; coupled: its value`."""
+    if len(set(values.values())) <= 1:
+        return next(iter(values.values()), "-")
+    return "; ".join(v if k == "paper" else f"{k}: {v}" for k, v in values.items())
+
+
+def _where_context_can_matter(references: Path, envs: list[str], measure) -> list[str]:
+    """The `envs` on which the floor and the ceiling of task inference differ in `measure` by
+    their interval (components/reports/sections/metaworld_gap.py): elsewhere no order of two
+    context encoders says anything about their contexts."""
+    grouped, _ = read_runs([references])
+    found: dict[str, dict[str, list[float]]] = {env: {} for env in envs}
+    for (env, _, _), group in grouped.items():
+        if env in found and recipe_stem(group[0]) in metaworld.REFERENCES:
+            found[env][recipe_stem(group[0])] = [_score(run, measure) for run in group]
+    kept = []
+    for env, refs in found.items():
+        if set(refs) != set(metaworld.REFERENCES):
+            raise FocalppError(f"{references} holds no floor and ceiling runs on {env}")
+        if context_can_matter(refs[metaworld.FLOOR], refs[metaworld.CEILING], REPS)[1]:
+            kept.append(env)
+    return kept
+
+
+def _scores(
+    record: Path, envs: list[str], label: str, measure=None
+) -> tuple[tuple[np.ndarray, np.ndarray], dict[str, list[dict]]]:
+    """[runs, tasks] scores of FOCAL++ and of FOCAL in the record's runs of `label` on `envs`
+    (as many runs per task as every task has), and the runs each row read; each row's runs on
+    one environment must be one build."""
+    grouped, _ = read_runs([record])
+    found: dict[str, dict[str, list[dict]]] = {ROW: {}, AGAINST: {}}
+    for (env, _, _), group in grouped.items():
+        stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
+        if env in envs and stem in found and its_label == label:
+            check_one_build(group, f"{record}: the {stem} runs{_labelled(label)} on {env}")
+            found[stem][env] = group
+    arrays, read = [], {}
+    for stem in (ROW, AGAINST):
+        missing = [env for env in envs if env not in found[stem]]
+        if missing:
+            raise FocalppError(
+                f"{record} holds no {stem} runs{_labelled(label)} on "
+                f"{', '.join(missing)}: the headline file names the wrong record"
+            )
+        runs = min(len(found[stem][env]) for env in envs)
+        read[stem] = [run for env in envs for run in found[stem][env][:runs]]
+        scores = [[_score(run, measure) for run in found[stem][env][:runs]] for env in envs]
+        arrays.append(np.array(scores).T)
+    return (arrays[0], arrays[1]), read
+
+
+def _labelled(label: str) -> str:
+    return f" labelled {label!r}" if label else ""
+
+
+def _score(run: dict, measure=None) -> float:
+    if measure is not None:
+        return measure(run)
+    score = normalised(run)
+    return comparable(run) if score is None else score

@@ -1,0 +1,414 @@
+"""A study's compact record: what its reports read, in a few files that fit a repository.
+
+    results/<study>/
+        runs.jsonl        one line per run: its choices, provenance and final numbers (COLUMNS)
+        configs.jsonl     each configuration its runs were built from: {"config_digest": ...,
+                          "bindings": {name: value}} (registry/provenance.py)
+        meta_tests.jsonl  every meta-test of every run: {"run": name, "step": ..., ...}
+        analyses.jsonl    each analysed run's analysis.json: {"run": name, "<analysis>": {...}}
+        logs.tar.xz       optional: the runs' per-step training logs (their metrics.jsonl)
+        logs.sha256       that archive's SHA-256
+        report/           report.md and its figures (tools/report.py --out)
+        README.md         what the study is, the command that ran it, the one that reports it
+
+`write_records` turns finished run directories into one (tools/records.py, tools/sweep.py
+--records); `read_records` gives the runs back as tools/report.py reads run directories
+(run.json's choices, eval.json as `eval`, analysis.json as `analysis`, the meta-tests as
+`metrics`), and refuses a damaged record by file and line: a missing column, a run listed
+twice, a non-finite score, an archive whose digest does not match, a provenance field of the
+wrong type, a configuration whose bindings do not hash to its digest.
+
+A record holds one configuration per row: a run is refused where the record's runs of its row
+(recipe, label, environment, scale) were built from other bindings, naming those that differ,
+or from a configuration the record cannot show (runs recorded before configurations were):
+give the new runs a label of their own (`--label`, a study's `label`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import re
+import tarfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from components.outputs.metrics import jsonl, read_metrics
+from components.outputs.run_dir import atomic_write_bytes, atomic_write_text
+from components.outputs.run_record import read_run_record
+from components.reports.builds import UNKNOWN, check_one_build
+from components.reports.readings import comparable, last_meta_tests
+from registry import FocalppError
+from registry.provenance import config_digest
+
+RUNS, META_TESTS, ANALYSES = "runs.jsonl", "meta_tests.jsonl", "analyses.jsonl"
+CONFIGS = "configs.jsonl"
+LOGS, LOGS_DIGEST = "logs.tar.xz", "logs.sha256"
+
+# every line of runs.jsonl holds these; `final` and `last_three` are the paper-comparable
+# return (the final meta-test's, the mean of the last three), for a reader of the file
+CHOICES = (
+    "run", "recipe", "algorithm", "env", "scale", "seed", "label", "bindings", "plugins",
+    "device", "dataset",
+)  # fmt: skip
+# what ran (UNKNOWN where a run recorded before a field existed cannot say): the commit and
+# whether its checkout was clean, the digest of the bindings that took effect, the registered
+# parts built by kind, the CPU, torch, the precision the loop used
+PROVENANCE = ("commit", "clean", "config_digest", "parts", "cpu", "torch", "precision")
+COLUMNS = (*CHOICES, *PROVENANCE, "machine", "final", "last_three", "train_seconds", "eval")
+SCORES = ("final", "last_three", "train_seconds")
+ROW = ("recipe", "label", "env", "scale")  # the runs of one row share one configuration
+# run.json's keys a record keeps besides COLUMNS (the rest, e.g. each binding's source, is in
+# the run directory only); `recovered`: how a line made before PROVENANCE got its fields
+KEPT = ("trained_with_seeds", "analyses", "recovered")
+
+
+def is_records(path: Path) -> bool:
+    return (Path(path) / RUNS).is_file()
+
+
+def run_dirs_under(root: Path) -> list[Path]:
+    """The finished run directories (run.json and eval.json) under `root`, sorted."""
+    return sorted(
+        p.parent for p in Path(root).rglob("eval.json") if (p.parent / "run.json").is_file()
+    )
+
+
+def write_records(
+    run_dirs: Sequence[Path],
+    out: Path,
+    *,
+    root: Path,
+    logs: bool = False,
+    keep: Sequence[dict] = (),
+) -> int:
+    """Write the compact record of `run_dirs` (each named by its path under `root`) to `out`,
+    after the rows of `keep` (runs recorded before, with their meta-tests and analyses).
+    Nothing is written unless every run reads whole; returns the number of runs."""
+    rows, meta_tests, analyses, names, configs = [], [], [], set(), {}
+    for run in keep:
+        rows.append(_row_of(run))
+        if run.get("config") is not None:
+            configs[run["config_digest"]] = run["config"]
+        meta_tests += [{"run": run["run"], **m} for m in run["metrics"]]
+        if run["analysis"]:
+            analyses.append({"run": run["run"], **run["analysis"]})
+        names.add(run["run"])
+    archive = _archived(out) if logs else []
+    for run_dir in run_dirs:
+        name = Path(run_dir).relative_to(root).as_posix()
+        if name in names:
+            raise FocalppError(
+                f"{run_dir}: run {name!r} is already in the record {out} (or given twice)"
+            )
+        names.add(name)
+        run = _read_run_dir(Path(run_dir), name)
+        row = _row_of(run)
+        check_same_configuration(row, run.get("effective_bindings"), rows, configs, out)
+        rows.append(row)
+        if run.get("effective_bindings") is not None:
+            configs[row["config_digest"]] = run["effective_bindings"]
+        meta_tests += [{"run": name, **m} for m in run["metrics"]]
+        if run["analysis"]:
+            analyses.append({"run": name, **run["analysis"]})
+        if logs:
+            archive.append(
+                (f"{name}/metrics.jsonl", (Path(run_dir) / "metrics.jsonl").read_bytes())
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    if logs:
+        data = _tar_xz(archive)
+        atomic_write_bytes(out / LOGS, data)
+        atomic_write_text(out / LOGS_DIGEST, f"{hashlib.sha256(data).hexdigest()}  {LOGS}\n")
+    config_lines = [{"config_digest": d, "bindings": configs[d]} for d in sorted(configs)]
+    for name, lines in (
+        (META_TESTS, meta_tests),
+        (ANALYSES, analyses),
+        (CONFIGS, config_lines),
+        (RUNS, rows),
+    ):
+        atomic_write_text(out / name, "".join(_line(x) for x in lines))  # runs.jsonl last
+    return len(rows)
+
+
+def check_same_configuration(
+    row: dict, bindings: dict | None, rows: Sequence[dict], configs: dict, out: Path
+) -> None:
+    """Refuse `row` (a run about to join the record) where the record's runs of its row were
+    built otherwise (`check_one_build`), or recorded without a configuration to compare."""
+    same_row = [r for r in rows if all(r.get(k) == row.get(k) for k in ROW)]
+    if not same_row:
+        return
+    what = f"{row['recipe']} on {row['env']} at scale {row['scale']}" + (
+        f" labelled {row['label']!r}" if row["label"] else ""
+    )
+    unknown = [r["run"] for r in same_row if r["config_digest"] == UNKNOWN]
+    if unknown or row["config_digest"] == UNKNOWN:
+        raise FocalppError(
+            f"cannot add run {row['run']!r} to {out}: the record's runs of {what} (e.g. "
+            f"{(unknown or [row['run']])[0]!r}) were recorded without a configuration digest, "
+            "so they cannot be shown to be built like it; give the new runs a label of their "
+            "own (`--label NAME`; in a study, `label = 'NAME'`) or record them in a new record"
+        )
+    recorded = [{**r, "config": configs.get(r["config_digest"])} for r in same_row]
+    check_one_build(
+        [*recorded, {**row, "config": bindings}],
+        f"cannot add run {row['run']!r} to {out}: the record's runs of {what} and it",
+    )
+
+
+def _line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, allow_nan=True) + "\n"
+
+
+def _read_run_dir(run_dir: Path, name: str) -> dict[str, Any]:
+    record = read_run_record(run_dir, doing="record")
+    run = {**record, "run": name}
+    run["eval"] = json.loads((run_dir / "eval.json").read_text())
+    check_numbers(run["eval"], run_dir / "eval.json")  # a NaN is refused here, not recorded
+    analysis = run_dir / "analysis.json"
+    run["analysis"] = json.loads(analysis.read_text()) if analysis.is_file() else {}
+    check_analysis(run["analysis"], analysis)
+    run["metrics"] = [m for m in read_metrics(run_dir) if m.get("kind") == "eval"]
+    return run
+
+
+def _row_of(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as one line of runs.jsonl: COLUMNS, then the kept keys it has."""
+    defaults = {"label": "", "bindings": [], "plugins": [], "dataset": None}
+    row = {k: run.get(k, defaults.get(k)) for k in CHOICES}
+    for key in PROVENANCE:
+        value = run.get(key)
+        row[key] = UNKNOWN if value is None else value
+    row["machine"] = run.get("machine")
+    row["final"] = comparable(run)
+    meta_tests = len(run["metrics"])
+    row["last_three"] = last_meta_tests(run) if meta_tests >= 3 else None
+    row["train_seconds"] = run["eval"].get("train_seconds")
+    row["eval"] = run["eval"]
+    row.update({k: run[k] for k in KEPT if k in run})
+    return row
+
+
+def _archived(out: Path) -> list[tuple[str, bytes]]:
+    """The training logs a record holds already (kept when it is extended)."""
+    if not (out / LOGS).is_file():
+        return []
+    with tarfile.open(fileobj=io.BytesIO(check_logs(out)), mode="r:xz") as tar:
+        return [(m.name, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()]
+
+
+def _tar_xz(files: list[tuple[str, bytes]]) -> bytes:
+    """A reproducible archive: sorted members, no times, owners or modes of this machine."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:xz", preset=9) as tar:
+        for name, data in sorted(files):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def read_records(study: Path) -> list[dict[str, Any]]:
+    """The runs of a compact record, as tools/report.py reads run directories (`dir` is the
+    study directory joined with the run's name); a damaged record is refused by file and line."""
+    study = Path(study)
+    if not is_records(study):
+        raise FocalppError(
+            f"{study} holds no compact record (expected {RUNS}, with {META_TESTS} and "
+            f"{ANALYSES} beside it: tools/records.py writes them)"
+        )
+    runs, seen = {}, {}
+    for number, row in jsonl(study / RUNS, DAMAGED):
+        where = f"{study / RUNS} line {number}"
+        missing = [c for c in COLUMNS if c not in row]
+        if missing:
+            raise FocalppError(f"{where} lacks column(s) {', '.join(missing)}: {DAMAGED}")
+        if row["run"] in seen:
+            raise FocalppError(
+                f"{where} lists run {row['run']!r} again (first at line {seen[row['run']]}): "
+                f"a run counts once; {DAMAGED}"
+            )
+        seen[row["run"]] = number
+        if not isinstance(row["eval"], dict):
+            raise FocalppError(f"{where} has eval = {row['eval']!r}, expected eval.json's object")
+        check_numbers(row["eval"], f"{where} (its eval)")
+        for key in SCORES:
+            value = row[key]
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise FocalppError(
+                    f"{where} has {key} = {value!r}, expected a finite number: {DAMAGED}"
+                )
+        check_provenance(row, where)
+        runs[row["run"]] = {**row, "dir": study / row["run"], "metrics": [], "analysis": {}}
+    configs = read_configs(study)
+    for run in runs.values():
+        digest = run["config_digest"]
+        if digest != UNKNOWN and digest not in configs:
+            raise FocalppError(
+                f"{study / RUNS}: run {run['run']!r} has config_digest {digest[:12]}…, which "
+                f"{study / CONFIGS} does not hold: {DAMAGED}"
+            )
+        run["config"] = configs.get(digest)
+    for name, key in ((META_TESTS, "metrics"), (ANALYSES, "analysis")):
+        path = study / name
+        for number, row in jsonl(path, DAMAGED) if path.is_file() else ():
+            run = runs.get(row.pop("run", None))
+            if run is None:
+                raise FocalppError(
+                    f"{path} line {number} names no run of {study / RUNS}: {DAMAGED}"
+                )
+            if key == "metrics":
+                run["metrics"].append(row)
+            else:
+                check_analysis(row, f"{path} line {number}")
+                run["analysis"] = row
+    if (study / LOGS).is_file() or (study / LOGS_DIGEST).is_file():
+        check_logs(study)
+    return list(runs.values())
+
+
+def read_configs(study: Path) -> dict[str, dict[str, str]]:
+    """digest -> bindings of a record's configs.jsonl (none in a record without one), each
+    checked to hash to its digest."""
+    path, configs = Path(study) / CONFIGS, {}
+    for number, line in jsonl(path, DAMAGED) if path.is_file() else ():
+        where = f"{path} line {number}"
+        digest, bindings = line.get("config_digest"), line.get("bindings")
+        if not isinstance(bindings, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()
+        ):
+            raise FocalppError(f"{where}: expected bindings as an object of texts; {DAMAGED}")
+        if digest != config_digest(bindings):
+            raise FocalppError(
+                f"{where}: its bindings do not hash to its config_digest {str(digest)[:12]}… "
+                f"(edited?); {DAMAGED}"
+            )
+        if digest in configs:
+            raise FocalppError(f"{where} gives configuration {digest[:12]}… again; {DAMAGED}")
+        configs[digest] = bindings
+    return configs
+
+
+def check_provenance(row: dict, where: str) -> None:
+    """The PROVENANCE fields of a runs.jsonl line have their types (UNKNOWN allowed)."""
+
+    def bad(key: str, expected: str) -> FocalppError:
+        return FocalppError(
+            f"{where} has {key} = {row[key]!r}, expected {expected} or {UNKNOWN!r}: {DAMAGED}"
+        )
+
+    for key, pattern in (("commit", _SHA1), ("config_digest", _SHA256)):
+        if row[key] != UNKNOWN and not (isinstance(row[key], str) and pattern.fullmatch(row[key])):
+            raise bad(key, "a hexadecimal digest")
+    if row["clean"] != UNKNOWN and not isinstance(row["clean"], bool):
+        raise bad("clean", "true or false")
+    for key in ("cpu", "torch"):
+        if not isinstance(row[key], str) or not row[key]:
+            raise bad(key, "a text")
+    parts = row["parts"]
+    if parts != UNKNOWN and not (
+        isinstance(parts, dict)
+        and parts
+        and all(
+            isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+            for names in parts.values()
+        )
+    ):
+        raise bad("parts", "an object of kind -> registered names")
+    precision = row["precision"]
+    if precision != UNKNOWN and not (
+        isinstance(precision, dict) and precision.get("precision") in PRECISIONS
+    ):
+        raise bad("precision", f"an object whose precision is one of {', '.join(PRECISIONS)}")
+
+
+_SHA1, _SHA256 = re.compile(r"[0-9a-f]{40}"), re.compile(r"[0-9a-f]{64}")
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+def check_logs(study: Path) -> bytes:
+    """The training-log archive's bytes, once its digest is the one recorded beside it."""
+    archive, digest = Path(study) / LOGS, Path(study) / LOGS_DIGEST
+    if not archive.is_file() or not digest.is_file():
+        raise FocalppError(
+            f"{study} has one of {LOGS} and {LOGS_DIGEST} without the other: {DAMAGED}"
+        )
+    data = archive.read_bytes()
+    expected = digest.read_text().split()[0] if digest.read_text().strip() else ""
+    found = hashlib.sha256(data).hexdigest()
+    if found != expected:
+        raise FocalppError(
+            f"{archive} has SHA-256 {found[:12]}…, but {digest} records "
+            f"{expected[:12] or 'none'}…: the archive was changed or damaged; {DAMAGED}"
+        )
+    return data
+
+
+def read_logs(study: Path, run: str) -> list[dict[str, Any]]:
+    """Every record of one run's training log (its metrics.jsonl), from the study's archive."""
+    with tarfile.open(fileobj=io.BytesIO(check_logs(study)), mode="r:xz") as tar:
+        try:
+            member = tar.extractfile(f"{run}/metrics.jsonl")
+        except KeyError:
+            member = None
+        if member is None:
+            raise FocalppError(f"{Path(study) / LOGS} holds no training log of run {run!r}")
+        lines = member.read().decode().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def check_numbers(record: dict, path: Path | str) -> None:
+    """The returns and times a report reads from eval.json are finite numbers: a NaN (a run
+    whose evaluation diverged, or an edit) would print as 'nan ± nan' and spoil its row's
+    mean and interval without a word."""
+    for key, value in record.items():
+        if not key.endswith(("_mean", "_std")) and key != "train_seconds":
+            continue
+        if value is None and key != "test_return_mean":
+            continue  # not measured for this run (older records)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise FocalppError(
+                f"{path} has {key} = {value!r}: expected a finite number; the run's evaluation "
+                "is not usable (it diverged, or the file was edited): rerun the run, or leave "
+                "it out of the report"
+            )
+
+
+def check_analysis(record: dict, path: Path | str) -> None:
+    """An analysis.json holds no NaN: a measure that came out NaN (a diverged run, a degenerate
+    batch, an edit) would print as 'nan' and spoil a table's mean without a word. Infinity is
+    kept (a variance ratio of task vectors that do not differ between tasks; the sections say
+    '-')."""
+    for where, value in _leaves(record, ""):
+        if isinstance(value, float) and math.isnan(value):
+            raise FocalppError(
+                f"{path} has {where} = nan: expected a number; the analysis is not usable (the "
+                "run diverged, or the file was edited): run the analysis again, or leave the run "
+                "out of the report"
+            )
+
+
+def _leaves(value, where: str):
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _leaves(inner, f"{where}[{i}]")
+    else:
+        yield where, value
+
+
+DAMAGED = "the study's record is damaged; restore it from the repository (git checkout)"
