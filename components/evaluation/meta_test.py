@@ -15,8 +15,7 @@ context: with `curve=False` only that episode is rolled out (same result, `episo
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,11 +138,11 @@ class MetaTestResult:
         if self.curve:
             record["curve"] = self.curve
         if self.protocols:
-            record["test_contexts"] = {"offline": self._offline_cell(), **self.protocols}
+            record["test_contexts"] = {"offline": self.cell(), **self.protocols}
         return record
 
-    def _offline_cell(self) -> dict[str, Any]:
-        """The headline as a protocol's cell, beside the others'."""
+    def cell(self) -> dict[str, Any]:
+        """This result as a test-context protocol's cell (the headline's under `offline`)."""
         cell: dict[str, Any] = {
             "mean": self.mean,
             "std": self.std,
@@ -293,68 +292,39 @@ class MetaTest:
             # the headline: the offline context, growing by a horizon per episode on a curve
             per_episode = self._offline.episodes(scene, sizes, task_z)
             scored = task_z is None and (self.final or self.protocols_every_time)
-            cells = self._other_protocols(scene, dataset_returns) if scored else {}
+            protocols = self._other_protocols(scene) if scored else {}
         if self._ceiling is None or self._ceiling[0] != tuple(tasks):
             best = ceiling(family, tasks)
             self._ceiling = (tuple(tasks), best.means() if best is not None else None)
-        return [
-            self._result(
-                family,
-                tasks,
-                sizes,
-                per_episode,
-                slice(k * rows, (k + 1) * rows),
-                dataset_returns,
-                {name: cell(k) for name, cell in cells.items()},
+        results = []
+        for k in range(len(seeds)):
+            seed_rows = slice(k * rows, (k + 1) * rows)
+            cells = {
+                name: self._result(
+                    family, tasks, sizes[-1:], [r], seed_rows, dataset_returns
+                ).cell()
+                if isinstance(r, Returns)
+                else r
+                for name, r in protocols.items()
+            }
+            results.append(
+                self._result(family, tasks, sizes, per_episode, seed_rows, dataset_returns, cells)
             )
-            for k in range(len(seeds))
-        ]
+        return results
 
-    def _other_protocols(
-        self, scene: Scene, dataset_returns: np.ndarray | None
-    ) -> dict[str, Callable[[int], dict[str, Any]]]:
+    def _other_protocols(self, scene: Scene) -> dict[str, Returns | dict[str, str]]:
         """Each bound protocol but `offline` (the headline's own), scored on the same rows:
-        name -> seed k's cell."""
-        cells: dict[str, Callable[[int], dict[str, Any]]] = {}
+        its returns, or why it could not score the run."""
+        scored: dict[str, Returns | dict[str, str]] = {}
         for name, protocol in self.protocols.items():
             if name == "offline":
                 continue
             seen = scene if protocol.reads_test_data else dataclasses.replace(scene, data=None)
             try:
-                returns = protocol(seen)
+                scored[name] = protocol(seen)
             except NotApplicable as e:
-                cells[name] = lambda k, why=str(e): {"not_applicable": why}
-                continue
-            cells[name] = functools.partial(self._cell, returns, scene, dataset_returns)
-        return cells
-
-    def _cell(
-        self, returns: Returns, scene: Scene, dataset_returns: np.ndarray | None, k: int
-    ) -> dict[str, Any]:
-        """Seed k's score under one protocol: the headline return per test task (mean over
-        runs), and beside it the dense, paper-comparable, success and normalised measures the
-        family has."""
-        rows = slice(k * scene.block, (k + 1) * scene.block)
-        n = len(scene.test_tasks)
-
-        def per_task(values: np.ndarray) -> np.ndarray:
-            return values[rows].reshape(n, self.runs).mean(1)
-
-        headline = per_task(returns.sparse if returns.sparse is not None else returns.dense)
-        cell: dict[str, Any] = {
-            "mean": float(headline.mean()),
-            "std": float(headline.std()),
-            "dense_mean": float(per_task(returns.dense).mean()),
-            "per_task": dict(zip(map(str, scene.test_tasks), headline.tolist(), strict=True)),
-        }
-        if returns.paper is not None:
-            cell["paper_mean"] = float(per_task(returns.paper).mean())
-        if returns.success is not None:
-            cell["success_rate"] = float(per_task(returns.success.astype(np.float64)).mean())
-        if dataset_returns is not None:
-            scores = normalised(per_task(returns.dense), np.asarray(dataset_returns))
-            cell["normalised_score"] = float(np.nanmean(scores))
-        return cell
+                scored[name] = {"not_applicable": str(e)}
+        return scored
 
     def _result(
         self,
@@ -364,9 +334,10 @@ class MetaTest:
         per_episode: list[Returns],
         rows: slice,
         dataset_returns: np.ndarray | None,
-        protocols: dict[str, dict[str, Any]],
+        protocols: dict[str, dict[str, Any]] | None = None,
     ) -> MetaTestResult:
-        """One seed's result from its rows of every episode's returns."""
+        """One seed's result from its rows of every episode's returns; each other protocol's
+        cell from its rows of that protocol's scored episode, computed the same way."""
         n = len(tasks)
 
         def per_task(values: np.ndarray | None) -> np.ndarray | None:
@@ -390,7 +361,7 @@ class MetaTest:
             ceiling=self._ceiling[1],
             success=per_task(None if last.success is None else last.success.astype(np.float64)),
             dataset_returns=None if dataset_returns is None else np.asarray(dataset_returns),
-            protocols=protocols,
+            protocols=protocols or {},
         )
 
     @property

@@ -26,9 +26,9 @@ from components.data.store import QualityData
 from components.envs.family import EnvFamily
 from components.evaluation.episodes import Returns, checked_actions, rollout
 
-# z for every row, fixed for the episode, or chosen before each step t from the episode's
-# transitions so far ([R, t, F])
-TaskVectors = torch.Tensor | Callable[[int, torch.Tensor], torch.Tensor]
+# z for every row, fixed for the episode, or chosen before each step t, given a function that
+# returns the episode's transitions so far ([R, t, F]; stacked only when asked for)
+TaskVectors = torch.Tensor | Callable[[int, Callable[[], torch.Tensor]], torch.Tensor]
 
 
 class NotApplicable(Exception):
@@ -171,12 +171,11 @@ class Scene:
         def policy(obs: np.ndarray) -> np.ndarray:
             t = len(rows)
             o = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
-            zt = z(t, _stacked(rows, o)) if callable(z) else z
-            # (an actor of its own ignores z)
+            zt = z(t, lambda: torch.stack(rows, 1)) if callable(z) else z
             if t < random_steps and uniform is not None:
                 action = uniform(t)
-            elif actor is not None:
-                action = checked_actions(actor(o).cpu(), o)
+            elif actor is not None:  # another policy's actions: z plays no part
+                action = checked_actions(actor(o).cpu(), torch.zeros(()))
             else:
                 with torch.no_grad():
                     action = checked_actions(self.act(o, zt).cpu(), zt)
@@ -222,10 +221,3 @@ class Scene:
         )
         index = order.gather(1, (u * count[:, None]).long().clamp_max(count[:, None] - 1))
         return context.gather(1, index[..., None].expand(-1, -1, context.shape[-1]))
-
-
-def _stacked(rows: list[torch.Tensor], obs: torch.Tensor) -> torch.Tensor:
-    """The episode's transitions so far, [R, t, F] (t = 0: an empty context)."""
-    if not rows:
-        return obs.new_zeros(obs.shape[0], 0, 0)
-    return torch.stack(rows, 1)

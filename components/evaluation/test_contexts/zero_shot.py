@@ -5,6 +5,8 @@ from one episode to the next, and the test tasks' offline data is never read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from components.evaluation.episodes import Returns
@@ -31,9 +33,9 @@ class ZeroShot:
     def __call__(self, scene: Scene) -> Returns:
         held = {"z": scene.zeros()}
 
-        def z_at(t: int, so_far: torch.Tensor) -> torch.Tensor:
+        def z_at(t: int, so_far: Callable[[], torch.Tensor]) -> torch.Tensor:
             if t > 0 and t % self.every == 0:
-                held["z"] = scene.infer(so_far)  # this episode's transitions 0 … t − 1
+                held["z"] = scene.infer(so_far())  # this episode's transitions 0 … t − 1
             return held["z"]
 
         return scene.play(z_at).returns
