@@ -102,7 +102,8 @@ def compose(
     if device is not None:
         run_bindings.append(f"experiment.device = {device!r}")
     parse_bindings(run_bindings, "the run's --env/--scale/--seed/--device")
-    parse_bindings(bindings, "--gin_param")
+    with _search_paths(recipes_dir, recipe_path.parent):  # `include 'overlays/coupled.gin'`
+        parse_bindings(bindings, "--gin_param")
     sources.append("bindings: " + "; ".join([*run_bindings, *bindings]))
     usage.check_macros()
     check_bindings()

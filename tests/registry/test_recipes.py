@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import shutil
+
 import gin
 import pytest
 import toy_components
@@ -197,3 +199,16 @@ def test_a_column_naming_two_scale_groups_is_refused(tmp_path):
         scale_group(column)
     column.write_text("# scale group: mujoco   (a note)\n")
     assert scale_group(column) == "mujoco"
+
+
+def test_a_binding_may_include_an_overlay_from_the_recipes_directory(toy_recipes, tmp_path):
+    """A study's variant (or --gin_param) adds a whole overlay with one `include` line, found in
+    the recipes directory as a recipe's includes are; its bindings win over the recipe's."""
+    recipes = tmp_path / "recipes"
+    shutil.copytree(toy_recipes, recipes)
+    (recipes / "overlays").mkdir()
+    (recipes / "overlays" / "bigger.gin").write_text("toy_linear.scale = 5.0\n")
+    compose("toy_row.gin", bindings=["include 'overlays/bigger.gin'"], recipes_dir=recipes)
+    assert gin.query_parameter("toy_linear.scale") == 5.0
+    with pytest.raises(RecipeError, match=r"--gin_param includes 'overlays/none.gin'"):
+        compose("toy_row.gin", bindings=["include 'overlays/none.gin'"], recipes_dir=recipes)

@@ -36,12 +36,13 @@ def test_a_study_that_drifted_is_named(tmp_path):
     """The coupled rows with another learning-rate schedule than their record's."""
     path = ROOT / "studies" / "focalpp_blocks_coupled_10_seeds.toml"
     study = load_study(path)
-    text = path.read_text().replace("loop.lr_decay = 'cosine'", "loop.lr_decay = 'none'")
+    overlay = "\"include 'overlays/coupled.gin'\""
+    text = path.read_text().replace(overlay, f"{overlay}, \"loop.lr_decay = 'linear'\"")
     changed = tmp_path / path.name
     changed.write_text(text)
-    assert text != path.read_text(), "the test's study no longer binds loop.lr_decay"
+    assert text != path.read_text(), "the test's study no longer includes the coupled overlay"
     drifted = drifted_rows(load_study(changed), ROOT / "results" / study.record)
-    assert drifted and all("loop.lr_decay: 'none' v 'cosine'" in line for line in drifted)
+    assert drifted and all("loop.lr_decay: 'linear' v 'cosine'" in line for line in drifted)
 
 
 def test_a_record_outside_results_is_refused(tmp_path):
