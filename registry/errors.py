@@ -40,6 +40,8 @@ class WriteError(FocalppError):
 
         name = codes.errorcode.get(cause.errno or 0, "")
         reason = f"{cause.strerror or cause}{f' ({name})' if name else ''}"
+        if cause.errno is None:  # a short write some libraries report without a code
+            reason += " (a short write: the disk is full or a file-size limit was reached)"
         super().__init__(
             f"cannot write {path}: {reason}. {kept or 'Nothing was half-written.'} Make room or "
             "repair the folder, then run the command again"

@@ -67,7 +67,7 @@ from components.data.replay import TaskReplay
 from components.envs.ml1 import ML1Family
 from components.envs.point_robot import PointRobotFamily
 from components.outputs.console import run_tool
-from components.outputs.run_dir import atomic_write_text
+from components.outputs.run_dir import atomic_write_text, make_dirs
 from components.transitions import Transitions
 from registry import default_recipes_dir, get, names
 from registry.recipes import compose_columns, env_group
@@ -308,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def execute(args: argparse.Namespace) -> int:
     if args.figures:
-        args.figures.mkdir(parents=True, exist_ok=True)
+        make_dirs(args.figures, "figures folder")  # a file in the way is named, status 2
     report = {"machine": machine.describe(), "quick": args.quick, "sections": {}}
     console.print(f"machine: {machine.summary(report['machine'])}")
     for section in args.sections:

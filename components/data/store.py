@@ -30,7 +30,7 @@ import numpy as np
 
 from components.data.content import ContentError, check_files, check_quality
 from components.transitions import FIELDS, Transitions
-from registry import FocalppError
+from registry import FocalppError, WriteError
 
 FORMAT = "focalpp-dataset/1"
 MANIFEST = "manifest.json"
@@ -198,10 +198,10 @@ def write_dataset(
         sources: quality name -> per-task provenance (checkpoint steps, mean returns).
         policies: the behaviour policies the data came from, or None.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
         manifest = {
             "format": FORMAT,
             **header,
@@ -239,8 +239,10 @@ def write_dataset(
             if not (path / MANIFEST).is_file():
                 raise
             shutil.rmtree(tmp)  # someone else completed the same dataset first
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError):  # a full disk, a file-size limit, a folder made a file
+            raise WriteError(path, e, "No part of the dataset was left behind.") from e
         raise
     return path
 

@@ -9,7 +9,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -152,6 +152,55 @@ def atomic_file(path: Path, *, before_replace: Callable[[], None] | None = None)
         if isinstance(e, OSError):  # a full disk, a file-size limit, a permission lost
             raise WriteError(path, e, kept) from e
         raise
+
+
+def atomic_write_all(files: Mapping[Path, bytes]) -> None:
+    """Write several files as one: each is written whole and fsynced beside its path first, and
+    only once every one is written are they renamed into place (a rename needs no room), so a
+    failed write leaves every file as it was, never some new and some old."""
+    staged: list[tuple[str, Path]] = []
+    path = None
+    try:
+        for path, data in files.items():
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException as e:
+        for tmp, _ in staged:
+            with suppress(OSError):
+                Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            names = ", ".join(p.name for p in files)
+            kept = f"None of {names} was written; what was there before is intact."
+            raise WriteError(path, e, kept) from e
+        raise
+    for tmp, path in staged:
+        os.replace(tmp, path)
+
+
+@contextmanager
+def staged_folder(path: Path):
+    """A folder whose files land in `path` together: written into a temporary folder beside
+    it, then renamed in one by one once all are written (a rename needs no room). A write that
+    fails replaces nothing in `path`, and its error names the file's place in `path`."""
+    try:
+        stage = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    except OSError as e:
+        raise WriteError(path, e) from e
+    try:
+        try:
+            yield stage
+        except WriteError as e:
+            where = Path(e.path)
+            named = path / where.relative_to(stage) if where.is_relative_to(stage) else where
+            raise WriteError(named, e.cause, f"Nothing in {path} was replaced.") from e.cause
+        for written in sorted(stage.iterdir()):
+            os.replace(written, path / written.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

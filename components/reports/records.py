@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from components.outputs.metrics import jsonl, read_metrics
-from components.outputs.run_dir import atomic_write_bytes, atomic_write_text
+from components.outputs.run_dir import atomic_write_all, make_dirs, removed_on_failure
 from components.outputs.run_record import read_run_record
 from components.reports.builds import UNKNOWN, check_one_build
 from components.reports.readings import comparable, last_meta_tests
@@ -118,19 +118,23 @@ def write_records(
             archive.append(
                 (f"{name}/metrics.jsonl", (Path(run_dir) / "metrics.jsonl").read_bytes())
             )
-    out.mkdir(parents=True, exist_ok=True)
+    config_lines = [{"config_digest": d, "bindings": configs[d]} for d in sorted(configs)]
+    files = {
+        out / name: "".join(_line(x) for x in lines).encode()
+        for name, lines in (
+            (META_TESTS, meta_tests),
+            (ANALYSES, analyses),
+            (CONFIGS, config_lines),
+            (RUNS, rows),
+        )
+    }
     if logs:
         data = _tar_xz(archive)
-        atomic_write_bytes(out / LOGS, data)
-        atomic_write_text(out / LOGS_DIGEST, f"{hashlib.sha256(data).hexdigest()}  {LOGS}\n")
-    config_lines = [{"config_digest": d, "bindings": configs[d]} for d in sorted(configs)]
-    for name, lines in (
-        (META_TESTS, meta_tests),
-        (ANALYSES, analyses),
-        (CONFIGS, config_lines),
-        (RUNS, rows),
-    ):
-        atomic_write_text(out / name, "".join(_line(x) for x in lines))  # runs.jsonl last
+        files[out / LOGS] = data
+        files[out / LOGS_DIGEST] = f"{hashlib.sha256(data).hexdigest()}  {LOGS}\n".encode()
+    made = make_dirs(out, "record folder")
+    with removed_on_failure(made):  # the record's files all new, or all as they were
+        atomic_write_all(files)
     return len(rows)
 
 

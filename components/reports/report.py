@@ -6,6 +6,7 @@ written as report.md beside the figures. tools/report.py is its command line; to
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from rich.markup import escape
@@ -16,7 +17,12 @@ import components.reports.contracts
 import components.reports.sections  # noqa: F401  (registers the report sections)
 from components.contracts import ContractError, check
 from components.outputs.console import err, out
-from components.outputs.run_dir import atomic_write_text, make_dirs, removed_on_failure
+from components.outputs.run_dir import (
+    atomic_write_text,
+    make_dirs,
+    removed_on_failure,
+    staged_folder,
+)
 from components.reports.intervals import REPS
 from components.reports.runs import read_runs
 from components.reports.tables import RunGroups, Section, Table
@@ -39,10 +45,12 @@ def report(
         load_plugin(plugin)
     grouped, unfinished = read_runs(paths)
     created = make_dirs(out_dir, "report directory") if out_dir else None
-    with removed_on_failure(created):
-        runs = RunGroups(grouped, reps, out_dir)
+    with removed_on_failure(created), staged_folder(out_dir) if out_dir else nullcontext() as stage:
+        runs = RunGroups(grouped, reps, stage)  # report.md and the figures land together
         results = [checked(s, s(runs)) for s in sections()]
-        write(results, unfinished, markdown=markdown, out_dir=out_dir)
+        written = write(results, unfinished, markdown=markdown, out_dir=stage)
+    if out_dir:
+        out.print(f"wrote {escape(str(out_dir / 'report.md'))} and {written} figure(s)")
     for note in unreported(grouped):
         err.print(escape(note))
 
@@ -98,8 +106,9 @@ def unreported(grouped) -> list[str]:
 
 def write(
     results: list[Section | None], unfinished: list[str], *, markdown: bool, out_dir: Path | None
-) -> None:
-    """Print the tables (and with `out_dir` write report.md beside the figures)."""
+) -> int:
+    """Print the tables (and with `out_dir` write report.md beside the figures, returning how
+    many figures it shows)."""
     results = [result for result in results if result is not None]
     tables = [table for result in results for table in result.tables]
     for table in tables:
@@ -119,4 +128,5 @@ def write(
         text = "\n".join(table.markdown() for table in tables)
         text += "".join(f"\n![{p.stem}]({p.name})\n" for p in pictures)
         atomic_write_text(out_dir / "report.md", text)
-        out.print(f"wrote {escape(str(out_dir / 'report.md'))} and {len(pictures)} figure(s)")
+        return len(pictures)
+    return 0

@@ -12,6 +12,7 @@ import pytest
 from components.data import store
 from components.data.build import ensure_dataset
 from components.data.store import DatasetError, load_dataset
+from registry import WriteError
 from tests.components.data.conftest import build_tiny
 
 
@@ -187,7 +188,7 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
         return real_save(*args, **kwargs)
 
     monkeypatch.setattr(store.np, "save", failing_save)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteError, match=r"cannot write .*sparse_point_robot.*disk full"):
         build_tiny(tmp_path)
     family_dir = tmp_path / "sparse_point_robot"
     assert list(family_dir.iterdir()) == []  # no final directory, no temporary one
