@@ -1,7 +1,8 @@
 """Run a study: every recipe × environment × seed of a TOML study file.
 
     python tools/sweep.py STUDY.toml [--out DIR] [--backend local|ray] [--workers N]
-        [--address ADDR] [--retries N] [--dry-run] [--records results/<study> [--logs]]
+        [--address ADDR] [--retries N] [--envs ENV ...] [--dry-run]
+        [--records results/<study> [--logs]]
 
 Each run is `tools/run.py` in its own process, in `<out>/runs/<recipe>-<env>-s<seed>/`.
 Finished runs are skipped and interrupted ones resumed, so running a study again continues it.
@@ -11,7 +12,8 @@ numbers; `python tools/report.py <out>` tabulates it. Exit status 0 only if ever
 The default `--out` is runs/studies/<study name>. With `--records DIR` the study lands in one
 step: runs that DIR's compact record holds are not trained again, and once the study has run,
 its other finished runs are added to the record (`--logs`: with their training logs) and the
-report is written to DIR/report. See docs/SWEEPS.md.
+report is written to DIR/report. `--envs` runs the study on some of its environments only (a
+study parameterised by a task list, each task recorded in its own folder). See docs/SWEEPS.md.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, help="concurrent runs (default: cores / threads)")
     p.add_argument("--address", help="Ray cluster address (ray backend; default: start Ray here)")
     p.add_argument("--retries", type=int, help="override the study's retries")
+    p.add_argument("--envs", nargs="+", help="only these of the study's environments")
     p.add_argument("--dry-run", action="store_true", help="list the runs and stop")
     p.add_argument("--records", type=Path, help="the study's compact record (results/<study>)")
     p.add_argument("--logs", action="store_true", help="--records keeps the training logs")
@@ -59,6 +62,8 @@ def execute(args: argparse.Namespace) -> int:
         if args.retries < 0:
             raise StudyError(f"--retries must be ≥ 0, got {args.retries}")
         study = type(study)(**{**study.__dict__, "retries": args.retries})
+    if args.envs:
+        study = type(study)(**{**study.__dict__, "envs": only(study, args.envs)})
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be ≥ 1, got {args.workers}")
     backend_cls = get("backend", args.backend)
@@ -121,6 +126,17 @@ def execute(args: argparse.Namespace) -> int:
             ". ".join(said) + f". Logs: {target / 'logs'}; run the study again to retry"
         )
     return 0
+
+
+def only(study, envs: Sequence[str]) -> tuple[str, ...]:
+    """The study's environments named by --envs, in the study's order."""
+    unknown = [env for env in envs if env not in study.envs]
+    if unknown:
+        raise StudyError(
+            f"--envs {' '.join(unknown)}: not an environment of {study.source}; it has "
+            f"{', '.join(study.envs)}"
+        )
+    return tuple(env for env in study.envs if env in envs)
 
 
 def record(index: dict, target: Path, args, kept: list[dict], plugins: Sequence[str]) -> None:

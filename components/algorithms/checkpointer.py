@@ -11,6 +11,9 @@ log held. Restoring all of them makes a resumed run continue exactly.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +43,8 @@ from components.outputs.checkpoint import (
     save_checkpoint,
 )
 from components.outputs.console import err
+from components.outputs.metrics import MetricsLog
+from components.outputs.run_record import add_to_run_record
 from registry import FocalppError, RunContext
 
 
@@ -52,6 +57,28 @@ class LoopState:
     train_seconds: float = 0.0
     meta_test_seconds: float = 0.0
     precision: dict[str, Any] | None = None  # the settled precision choice, where settled
+
+
+class RunClock:
+    """A run's training time and, of it, the time spent meta-testing, counted on across resumes
+    (a checkpoint keeps both: `LoopState`)."""
+
+    def __init__(self):
+        self.before, self.started, self.meta_testing = 0.0, time.perf_counter(), 0.0
+
+    def start(self, before: float = 0.0, meta_testing: float = 0.0) -> None:
+        self.before, self.started, self.meta_testing = before, time.perf_counter(), meta_testing
+
+    def seconds(self) -> float:
+        return self.before + time.perf_counter() - self.started
+
+    @contextmanager
+    def meta_test(self) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.meta_testing += time.perf_counter() - started
 
 
 class Checkpointer:
@@ -83,6 +110,36 @@ class Checkpointer:
                 else config_fingerprint(with_seed(gin.config_str(), run.seed))
             )
         return self.runs
+
+    def begin(self, learner, batched: bool, steps: int) -> LoopState | None:
+        """Each run's record (`open`) and, for a run being resumed, the learner back at its
+        checkpoint(s): the loop's state to continue from, else None."""
+        self.open(batched)
+        if not self.run_context.resume:
+            return None
+        return self.restore(learner, self.load(), steps)
+
+    def training(self) -> list[RunRecord]:
+        """The runs still training (all but seeds stopped early)."""
+        return [run for run in self.runs if run.stopped is None]
+
+    def open_logs(self, precision: dict[str, Any]) -> None:
+        """Each run's precision recorded in its run.json, and its metrics log opened (a
+        resumed one cut back to what its checkpoint saw)."""
+        for run in self.runs:
+            add_to_run_record(run.run_dir, "precision", precision)
+            run.log = MetricsLog(run.run_dir, resume=run.resume_log)
+
+    def log_training(self, step: int, sums: dict[str, Any], n: int) -> None:
+        """The means over the last `n` steps of the metrics summed in `sums`, in each training
+        run's log (a seed's own values, for K seeds trained together)."""
+        for run in self.training():
+            run.log.write(step, "train", {k: float(run.value(v)) / n for k, v in sums.items()})
+
+    def close(self) -> None:
+        for run in self.runs:
+            if run.log is not None:
+                run.log.close()
 
     # --- what a checkpoint holds ---------------------------------------------------------------
     def state(self, learner, loop: LoopState, record: RunRecord | None = None) -> dict[str, Any]:

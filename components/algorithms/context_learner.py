@@ -141,11 +141,11 @@ class ContextLearner(ABC):
 
     def autocast(self):
         """The training step's numeric precision (a no-op context for fp32)."""
-        return self.loop.autocast()
+        return self.loop.step_precision.autocast()
 
     def set_learning_rates(self) -> None:
         """Every optimiser's learning rate for the coming step under `loop.lr_decay`."""
-        self.loop.set_learning_rates(self.optimizers())
+        self.loop.lr_decay.apply(self.optimizers(), self.loop.step, self.loop.steps)
 
     @abstractmethod
     def optimizers(self) -> list[torch.optim.Optimizer]:

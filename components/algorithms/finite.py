@@ -85,6 +85,14 @@ class FiniteWatch:
             for label, watched in _watched_modules(name, module):
                 self._handles.append(watched.register_forward_hook(self._hook(label)))
 
+    @classmethod
+    def of(cls, learner, seeds: bool) -> FiniteWatch:
+        """The watch of a learner's parts (`learner.parts()`; an algorithm of one's own written
+        before `parts` existed has its losses checked still); K seeds trained together
+        (`seeds`) are checked seed by seed from their losses (`stop_diverged_seeds`)."""
+        parts = learner.parts() if hasattr(learner, "parts") and not seeds else {}
+        return cls(parts)
+
     def _hook(self, label: str):
         def record(module, inputs, output) -> None:
             if self._step is None:
@@ -226,4 +234,23 @@ def stop_diverged_seeds(runs: list, losses: dict[str, torch.Tensor], steps: str)
         raise TrainingDiverged(
             f"every seed's losses went non-finite ({every}); lower the learning rates or the "
             "reward scale of the recipe"
+        )
+
+
+def check_losses(
+    watch: FiniteWatch | None, runs: list, losses: dict[str, torch.Tensor], steps: str, run_dir
+) -> None:
+    """The loop's check of the losses summed over `steps` (and, for a single run, of every
+    watched part's tensors): a single run that went non-finite stops, naming where the first
+    non-finite value appeared; of K seeds trained together (`runs`), those whose losses did."""
+    if runs and runs[0].index is not None:
+        if watch is not None:
+            watch.forget()  # its evidence does not tell the seeds apart
+        stop_diverged_seeds(runs, losses, steps)
+        return
+    findings = watch.check(losses) if watch else None
+    if findings:
+        raise TrainingDiverged(
+            f"{findings.describe(steps)}; training stopped and {kept(run_dir)}. Lower the "
+            "learning rates or the reward scale of the recipe, or fix the part named"
         )

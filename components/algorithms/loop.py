@@ -25,55 +25,30 @@ the training time so far; resuming restores all of them, so a resumed run contin
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from components.algorithms.checkpointer import Checkpointer, LoopState
-from components.algorithms.finite import (
-    FiniteWatch,
-    TrainingDiverged,
-    kept,
-    stop_diverged_seeds,
+from components.algorithms.checkpointer import Checkpointer, LoopState, RunClock
+from components.algorithms.finite import FiniteWatch, check_losses
+from components.algorithms.lr_schedule import LearningRateDecay
+from components.algorithms.meta_tests import (
+    check_score_over,
+    log_meta_tests,
+    meta_tests,
+    write_final,
 )
-from components.algorithms.meta_tests import log_meta_tests, meta_tests, write_final
-from components.algorithms.precision import (
-    AUTO,
-    PRECISIONS,
-    PrecisionChoice,
-    Trial,
-    choose,
-    time_step,
-)
+from components.algorithms.precision import PrecisionChoice, StepPrecision
 from components.algorithms.seed_records import RunRecord
 from components.evaluation.meta_test import MetaTest, MetaTestResult
-from components.outputs.checkpoint import (
-    StopRequests,
-)
+from components.outputs.checkpoint import StopRequests
 from components.outputs.console import out
-from components.outputs.metrics import MetricsLog
-from components.outputs.run_record import add_to_run_record
+from components.outputs.progress import progress_bar
 from components.runtime import resolve_device
-from registry import RecipeError, RunContext, register
+from registry import RunContext, register
 from registry.constraints import Count, Fraction, PositiveInt
 from registry.validation import check_arguments
-
-# progress p in [0, 1] -> learning-rate factor before the floor
-LR_DECAYS: dict[str | None, Callable[[float], float]] = {
-    None: lambda p: 1.0,
-    "linear": lambda p: 1.0 - p,
-    "cosine": lambda p: 0.5 * (1.0 + math.cos(math.pi * p)),
-}
 
 
 class TrainingStopped(KeyboardInterrupt):
@@ -103,8 +78,7 @@ class Learner(Protocol):
 class TrainingLoop:
     """The schedule of one run and its driver: steps, meta-tests, checkpoints, precision.
 
-    The module's docstring has the loop; `step` counts gradient steps done. The experiment
-    builds it from the `loop.*` bindings and hands it to the algorithm.
+    The module's docstring has the loop; `step` counts the gradient steps done.
 
     Args:
         run: the run's directory, seed, device and whether it resumes.
@@ -113,13 +87,10 @@ class TrainingLoop:
         log_every: steps between training-metric records.
         checkpoint_every: steps between checkpoints besides those at meta-tests (0: none).
         meta_test: the meta-test class (gin: `@meta_test`), built once for the run.
-        lr_decay: None (constant learning rates), or 'cosine' / 'linear': every optimiser's
-            learning rate falls from its set value to `lr_floor` times it over the schedule
-            (a function of the step, so resume stays exact).
-        lr_floor: the final fraction of each learning rate under `lr_decay`.
-        precision: 'auto' (the default: bf16 autocast where timing the run's own step shows
-            it faster with the same losses, else fp32; components/algorithms/precision.py),
-            'fp32', or 'bf16' (docs/PERFORMANCE.md has measurements).
+        lr_decay, lr_floor: None (constant learning rates), or 'cosine' / 'linear': each rate
+            falls to `lr_floor` times its set value over the run (lr_schedule.py).
+        precision: 'auto' (bf16 autocast where timing the run's own step shows it faster with
+            the same losses, else fp32: precision.py), 'fp32', or 'bf16'.
         compile: `torch.compile` the networks the algorithm names (in place: checkpoint keys
             do not change).
         progress: show a progress bar.
@@ -151,48 +122,28 @@ class TrainingLoop:
         seeds_together: bool = True,
     ):
         check_arguments("loop", TrainingLoop.__init__, locals())
-        if lr_decay not in LR_DECAYS:
-            raise RecipeError(
-                f"loop.lr_decay = {lr_decay!r}: expected None or one of "
-                f"{sorted(k for k in LR_DECAYS if k)}"
-            )
-        if precision not in (*PRECISIONS, AUTO):
-            raise RecipeError(
-                f"loop.precision = {precision!r}: expected one of {sorted([*PRECISIONS, AUTO])}"
-            )
         self.run_context = run
         self.device = resolve_device(run.device)
         self.scheduled = steps  # loop.steps; `steps` adds a learner's extra_steps (prepare)
         self.steps, self.eval_every, self.log_every = steps, eval_every, log_every
         self.checkpoint_every, self.show_progress = checkpoint_every, progress
-        self.lr_decay, self.lr_floor, self.precision = lr_decay, lr_floor, precision
+        self.lr_decay = LearningRateDecay(lr_decay, lr_floor)
+        self.step_precision = StepPrecision(precision, self.device)  # run() settles 'auto'
         self.compile, self.score_over, self.seeds_together = compile, score_over, seeds_together
         self.meta_test = meta_test()
         self.checkpointer = Checkpointer(run)
         self.step = 0
-        self.choice: PrecisionChoice | None = None  # run() settles 'auto'
-        # run() fills these; set here so a built algorithm can already report its state
-        self._sums: dict[str, torch.Tensor] = {}
-        self._seconds_before, self._started = 0.0, time.perf_counter()
-        self._meta_test_seconds = 0.0  # of the run's seconds, those spent meta-testing
+        self._sums: dict[str, torch.Tensor] = {}  # each metric summed since the last record
+        self.clock = RunClock()
         self._watch: FiniteWatch | None = None
-        self._runs: list[RunRecord] = []
 
     def prepare(self, learner: Learner) -> None:
-        """What the loop does for every learner before its first step, so that no algorithm
-        has to: the run's length (`loop.steps` plus the learner's `extra_steps`: a learner
-        never changes the loop it is handed) and `torch.compile` of the networks the learner
-        names (`networks_to_compile()`), where `compile` asks. Each optimiser group's base
-        learning rate is recorded where the loop first sets a rate (`set_learning_rates`; a
-        resumed checkpoint brings its own)."""
+        """Before the first step, for every learner: the run's length (`loop.steps` plus the
+        learner's `extra_steps`; a learner never changes its loop), `score_over` checked, and
+        `torch.compile` of the learner's `networks_to_compile()` where `compile` asks."""
         self.steps = self.scheduled + int(getattr(learner, "extra_steps", 0))
         meta_tests = len(learner.evaluation_steps()) + 1  # and the final one
-        if self.score_over > meta_tests:
-            raise RecipeError(
-                f"loop.score_over = {self.score_over}: this run makes {meta_tests} meta-tests "
-                f"(loop.steps = {self.scheduled}, loop.eval_every = {self.eval_every}); "
-                "lower it, or meta-test more often"
-            )
+        check_score_over(self.score_over, meta_tests, self.scheduled, self.eval_every)
         if self.compile and hasattr(learner, "networks_to_compile"):
             for module in learner.networks_to_compile():
                 module.compile()
@@ -200,41 +151,8 @@ class TrainingLoop:
     def evaluation_steps(self, start: int = 0) -> set[int]:
         """Steps after which the meta-test runs besides the last one: every `eval_every`
         steps counted from `start` (an algorithm with a phase before meta-testing sets it)."""
-        if not self.eval_every:
-            return set()
-        return set(range(start + self.eval_every, self.steps, self.eval_every))
-
-    # --- one step ---------------------------------------------------------------------------
-    def autocast(self, precision: str | None = None):
-        """The training step's numeric precision (a no-op context for fp32): `precision`, else
-        the run's choice, else the requested one ('auto' not settled yet: fp32)."""
-        if precision is None:
-            precision = self.choice.precision if self.choice else self.precision
-        dtype = PRECISIONS.get(precision)
-        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
-
-    def settle_precision(self, learner: Learner) -> PrecisionChoice:
-        """The run's precision: as asked, or for 'auto' chosen by `precision.choose`."""
-        self.choice = choose(
-            self.precision, self.device, learner.size_key(), lambda p: self.trial(learner, p)
-        )
-        return self.choice
-
-    def trial(self, learner: Learner, precision: str, seconds: float = 0.5) -> Trial:
-        """Time the learner's step in `precision`, then put its state back
-        (`precision.time_step`)."""
-        return time_step(learner, lambda: self.autocast(precision), self.step, seconds)
-
-    def set_learning_rates(self, optimizers: list[torch.optim.Optimizer]) -> None:
-        """Every optimiser's learning rate for the coming step under `lr_decay`."""
-        if self.lr_decay is None:
-            return
-        decay = LR_DECAYS[self.lr_decay](self.step / self.steps)
-        factor = self.lr_floor + (1.0 - self.lr_floor) * decay
-        for opt in optimizers:
-            for group in opt.param_groups:
-                group.setdefault("base_lr", group["lr"])  # before the first step: its set rate
-                group["lr"] = group["base_lr"] * factor
+        every = self.eval_every
+        return set(range(start + every, self.steps, every)) if every else set()
 
     # --- checkpoints (components/algorithms/checkpointer.py) -------------------------------
     def loop_state(self) -> LoopState:
@@ -242,9 +160,9 @@ class TrainingLoop:
         return LoopState(
             step=self.step,
             pending_metrics=self._sums,
-            train_seconds=self.seconds(),
-            meta_test_seconds=self._meta_test_seconds,
-            precision=self.choice.to_dict() if self.choice else None,
+            train_seconds=self.clock.seconds(),
+            meta_test_seconds=self.clock.meta_testing,
+            precision=choice.to_dict() if (choice := self.step_precision.choice) else None,
         )
 
     def checkpoint_state(self, learner: Learner, record: RunRecord | None = None) -> dict[str, Any]:
@@ -257,32 +175,25 @@ class TrainingLoop:
 
     def _continue_from(self, state: LoopState) -> None:
         self.step, self._sums = state.step, state.pending_metrics
-        self._seconds_before, self._meta_test_seconds = state.train_seconds, state.meta_test_seconds
+        self.clock.start(state.train_seconds, state.meta_test_seconds)
         if state.precision:
-            self.choice = PrecisionChoice(**state.precision)
+            self.step_precision.choice = PrecisionChoice(**state.precision)
 
     def save(self, learner: Learner) -> None:
         """A checkpoint in every run directory still training."""
         self.checkpointer.save(learner, self.loop_state())
 
-    def seconds(self) -> float:
-        return self._seconds_before + time.perf_counter() - self._started
-
     # --- the run ------------------------------------------------------------------------------
     def run(self, learner: Learner) -> tuple[MetaTestResult, float]:
-        """Train to the end (continuing from the checkpoint when the run resumes); write
-        eval.json and summary.md; return the final meta-test and the training time. K seeds
-        trained together (components/seeds) write each of these in each seed's run directory
-        and return the first seed's meta-test."""
+        """Train to the end (from the checkpoint where the run resumes), write eval.json and
+        summary.md (each seed's, of K trained together) and return the final meta-test (the
+        first seed's) and the training time."""
         self.prepare(learner)
         runs = self._begin(learner)
         eval_at = learner.evaluation_steps()
-        # an algorithm of one's own written before `parts` existed: its losses are still checked
-        parts = learner.parts() if hasattr(learner, "parts") else {}
-        # seeds trained together are checked seed by seed, from their losses (_stop_seeds)
-        self._watch = watch = FiniteWatch({} if runs[0].index is not None else parts)
+        self._watch = watch = FiniteWatch.of(learner, seeds=runs[0].index is not None)
         try:
-            with _progress(self.show_progress) as bar, StopRequests() as stop:
+            with progress_bar(self.show_progress) as bar, StopRequests() as stop:
                 task = bar.add_task("training", total=self.steps, completed=self.step)
                 while self.step < self.steps:
                     if stop.requested:
@@ -308,36 +219,33 @@ class TrainingLoop:
             results = self._evaluate_and_save(learner)
         finally:
             watch.close()
-            for run in runs:
-                if run.log is not None:
-                    run.log.close()
+            self.checkpointer.close()
             self.meta_test.close()
-        return self._finish(learner, results)
+        seconds, meta_testing = self.clock.seconds(), self.clock.meta_testing
+        self.finished, self.final_results = self.checkpointer.training(), results  # each's last
+        timing = {"steps": self.step, "seconds": seconds, "meta_test_seconds": meta_testing}
+        write_final(learner, self.finished, results, **timing, score_over=self.score_over)
+        return results[0], seconds
 
     def _begin(self, learner: Learner) -> list[RunRecord]:
-        """Before the first step: each run's record and fingerprint, the checkpoint(s) of a
-        run being resumed, the precision (settled, printed, recorded) and each run's metrics
-        log."""
-        self._runs = runs = self.checkpointer.open(getattr(learner, "batched", False))
-        if self.run_context.resume:
-            states = self.checkpointer.load()
-            self._continue_from(self.checkpointer.restore(learner, states, self.steps))
+        """Before the first step: each run's record, the checkpoint(s) of a run being resumed,
+        the precision (settled, printed, recorded) and each run's metrics log."""
+        resumed = self.checkpointer.begin(learner, getattr(learner, "batched", False), self.steps)
+        if resumed is not None:
+            self._continue_from(resumed)
             out.print(f"resuming at step {self.step} of {self.steps}")
-        if self.choice is None:
-            self.settle_precision(learner)
-        out.print(self.choice.describe())
-        self._started = time.perf_counter()
-        for run in runs:
-            add_to_run_record(run.run_dir, "precision", self.choice.to_dict())
-            run.log = MetricsLog(run.run_dir, resume=run.resume_log)
-        return runs
+        choice = self.step_precision.settle(learner, self.step)
+        out.print(choice.describe())
+        self.clock.start(self.clock.before, self.clock.meta_testing)  # from now on
+        self.checkpointer.open_logs(choice.to_dict())
+        return self.checkpointer.runs
 
     def _step(self, learner: Learner, watch: FiniteWatch) -> None:
         """One gradient step at this step's learning rates and precision, its losses summed
         on the device, and every `log_every` steps (and the last) checked and logged."""
-        self.set_learning_rates(learner.optimizers())
+        self.lr_decay.apply(learner.optimizers(), self.step, self.steps)
         watch.begin(self.step + 1)
-        with self.autocast():
+        with self.step_precision.autocast():
             metrics = learner.train_step()
         watch.end(metrics)
         self.step += 1
@@ -346,71 +254,24 @@ class TrainingLoop:
         if self.step % self.log_every == 0 or self.step == self.steps:
             self.check_finite()
             n = self.step % self.log_every or self.log_every
-            for run in self._training():
-                means = {k: float(run.value(v)) / n for k, v in self._sums.items()}
-                run.log.write(self.step, "train", means)
+            self.checkpointer.log_training(self.step, self._sums, n)
             self._sums = {}
-
-    def _finish(
-        self, learner: Learner, results: list[MetaTestResult]
-    ) -> tuple[MetaTestResult, float]:
-        """Each training run's eval.json and summary.md from its final meta-test."""
-        seconds = self.seconds()
-        self.finished, self.final_results = self._training(), results  # each run's last test
-        write_final(
-            learner,
-            self._training(),
-            results,
-            steps=self.step,
-            seconds=seconds,
-            meta_test_seconds=self._meta_test_seconds,
-            score_over=self.score_over,
-        )
-        return results[0], seconds
-
-    def _training(self) -> list[RunRecord]:
-        """The runs still training (all but seeds stopped early)."""
-        return [run for run in self._runs if run.stopped is None]
 
     def _evaluate_and_save(self, learner: Learner) -> list[MetaTestResult]:
         """Every training run's meta-test, logged; then a checkpoint."""
-        started, runs = time.perf_counter(), self._training()
-        together = self.seeds_together and runs[0].index is not None and runs == self._runs
-        results = meta_tests(learner, runs, together, self.step)
-        self._meta_test_seconds += time.perf_counter() - started
+        runs = self.checkpointer.training()
+        every = runs == self.checkpointer.runs  # no seed stopped early
+        together = self.seeds_together and self.checkpointer.seeds and every
+        with self.clock.meta_test():
+            results = meta_tests(learner, runs, together, self.step)
         log_meta_tests(runs, results, self.step)
         self.save(learner)
         return results
 
     def check_finite(self) -> None:
         """Every loss summed since the last record, and every tensor of every part, is finite;
-        else stop, naming where the first non-finite value appeared (`FiniteWatch`). Checked
-        when logging and before a checkpoint, never per step, so the loop does not wait on the
-        device. Of K seeds trained together, only those whose losses went non-finite stop."""
+        else stop (`finite.check_losses`). Checked when logging and before a checkpoint, never
+        per step, so the loop does not wait on the device."""
         losses = {k: v for k, v in self._sums.items() if k.startswith("loss_")}
-        since = self.step - (self.step % self.log_every or self.log_every) + 1
-        if self._runs and self._runs[0].index is not None:
-            if self._watch is not None:
-                self._watch.forget()  # its evidence does not tell the seeds apart
-            stop_diverged_seeds(self._runs, losses, f"{since}-{self.step}")
-            return
-        findings = self._watch.check(losses) if self._watch else None
-        if findings:
-            raise TrainingDiverged(
-                f"{findings.describe(f'{since}-{self.step}')}; training stopped and "
-                f"{kept(self.run_context.run_dir)}. Lower the learning rates or the reward "
-                "scale of the recipe, or fix the part named"
-            )
-
-
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=out,
-        transient=True,
-        disable=not enabled,
-    )
+        steps = f"{self.step - (self.step % self.log_every or self.log_every) + 1}-{self.step}"
+        check_losses(self._watch, self.checkpointer.runs, losses, steps, self.run_context.run_dir)

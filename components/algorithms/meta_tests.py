@@ -16,7 +16,7 @@ from components.evaluation.episodes import NonFiniteActions
 from components.evaluation.meta_test import MetaTestResult
 from components.outputs.metrics import read_metrics
 from components.outputs.run_dir import atomic_write_text
-from registry import FocalppError
+from registry import FocalppError, RecipeError
 
 SCORED = ("test_return_mean", "dense_return_mean", "paper_return_mean", "normalised_score",
           "success_rate")  # fmt: skip
@@ -51,6 +51,17 @@ def log_meta_tests(runs: list[RunRecord], results: list[MetaTestResult], step: i
     for run, result in zip(runs, results, strict=True):
         record = result.to_dict()
         run.log.write(step, "eval", {k: v for k, v in record.items() if not isinstance(v, dict)})
+
+
+def check_score_over(score_over: int, meta_tests: int, steps: int, eval_every: int) -> None:
+    """`loop.score_over` asks for no more meta-tests than the run makes (the final one too);
+    refused before training, never shortened."""
+    if score_over > meta_tests:
+        raise RecipeError(
+            f"loop.score_over = {score_over}: this run makes {meta_tests} meta-tests "
+            f"(loop.steps = {steps}, loop.eval_every = {eval_every}); lower it, or meta-test "
+            "more often"
+        )
 
 
 def write_final(

@@ -32,6 +32,7 @@ import torch
 import components.machine as machine
 from components.outputs.checkpoint import restore_rng_state, rng_state
 from components.outputs.run_dir import atomic_write_text
+from registry import RecipeError
 
 AUTO = "auto"
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
@@ -209,3 +210,35 @@ def _read(path: Path) -> dict:
     except (OSError, ValueError):  # none yet, or unreadable: measure again and rewrite it
         return {}
     return known if isinstance(known, dict) else {}
+
+
+class StepPrecision:
+    """A run's step precision (`loop.precision`): as asked, or for 'auto' settled by `choose`
+    before the first step; `choice` goes into every checkpoint, so a resumed run keeps it."""
+
+    def __init__(self, requested: str, device: torch.device):
+        if requested not in (*PRECISIONS, AUTO):
+            raise RecipeError(
+                f"loop.precision = {requested!r}: expected one of {sorted([*PRECISIONS, AUTO])}"
+            )
+        self.requested, self.device = requested, device
+        self.choice: PrecisionChoice | None = None
+
+    def autocast(self, precision: str | None = None):
+        """The step's autocast (a no-op for fp32): `precision`, else the run's choice, else the
+        request ('auto' not settled yet: fp32)."""
+        if precision is None:
+            precision = self.choice.precision if self.choice else self.requested
+        dtype = PRECISIONS.get(precision)
+        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
+
+    def trial(self, learner, precision: str, step: int, seconds: float = 0.5) -> Trial:
+        """The learner's step timed in `precision`, its state then put back (`time_step`)."""
+        return time_step(learner, lambda: self.autocast(precision), step, seconds)
+
+    def settle(self, learner, step: int) -> PrecisionChoice:
+        """The run's choice (kept where a resumed checkpoint brought one)."""
+        if self.choice is None:
+            trial = lambda p: self.trial(learner, p, step)  # noqa: E731
+            self.choice = choose(self.requested, self.device, learner.size_key(), trial)
+        return self.choice

@@ -118,8 +118,8 @@ def bench_precision(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     rows = []
     for config in configs:
         trainer = build_trainer(config)
-        fp32 = trainer.loop.trial(trainer, "fp32", seconds)
-        bf16 = trainer.loop.trial(trainer, "bf16", seconds)
+        fp32 = trainer.loop.step_precision.trial(trainer, "fp32", trainer.loop.step, seconds)
+        bf16 = trainer.loop.step_precision.trial(trainer, "bf16", trainer.loop.step, seconds)
         choice = measured(fp32, bf16)
         auto = choice.precision if units is not False else "fp32 (no bf16 units: not timed)"
         rows.append(

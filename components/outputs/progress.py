@@ -1,11 +1,19 @@
-"""Progress as plain lines, for work that runs in the background (logs, nohup, CI): what is done,
-the rate and the time left, every so often."""
+"""Progress: a bar on a terminal for a run's training, and plain lines for work that runs in the
+background (logs, nohup, CI): what is done, the rate and the time left, every so often."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from datetime import timedelta
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from components.outputs.console import out
 
@@ -46,3 +54,18 @@ def progress_lines(
         write(line)
 
     return report
+
+
+def progress_bar(enabled: bool) -> Progress:
+    """A training run's bar (steps done, elapsed, left), cleared when it ends; nothing where
+    `enabled` is False."""
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=out,
+        transient=True,
+        disable=not enabled,
+    )

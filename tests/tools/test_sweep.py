@@ -177,6 +177,18 @@ def test_dry_run_lists_the_runs():
     assert r.stdout.count("tools/run.py --recipe") == 5
 
 
+def test_envs_runs_a_study_on_some_of_its_environments():
+    """One Meta-World study lists its eight tasks; `--envs` runs one (recorded in its folder)."""
+    study = str(ROOT / "studies" / "metaworld_published.toml")
+    r = cli("sweep", study, "--envs", "ml1pub_push", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    listed = [line for line in r.stdout.splitlines() if "tools/run.py --recipe" in line]
+    assert len(listed) == 4 and all("--env ml1pub_push" in line for line in listed)
+    r = cli("sweep", study, "--envs", "ml1_push", "--dry-run")
+    assert r.returncode == 2
+    assert "--envs ml1_push: not an environment of" in r.stderr and "ml1pub_push" in r.stderr
+
+
 def test_dataset_built_in_shards_before_the_runs(tmp_path):
     store = tmp_path / "store"
     study = tmp_path / "study.toml"

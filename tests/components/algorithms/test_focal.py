@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from components.algorithms.loop import TrainingDiverged
+from components.algorithms.finite import TrainingDiverged
 from components.contracts import ContractError
 from components.outputs.checkpoint import load_checkpoint
 from registry import RecipeError

@@ -95,8 +95,8 @@ def test_a_trial_leaves_the_run_exactly_as_it_was(tiny_data, tmp_path):
     torch.manual_seed(7)  # the global generator both trainers draw from (dropout, policy)
     expected = {k: float(v) for k, v in plain.train_step().items()}
     torch.manual_seed(7)
-    bf16 = timed.loop.trial(timed, "bf16", seconds=0.0)
-    fp32 = timed.loop.trial(timed, "fp32", seconds=0.0)
+    bf16 = timed.loop.step_precision.trial(timed, "bf16", 0, seconds=0.0)
+    fp32 = timed.loop.step_precision.trial(timed, "fp32", 0, seconds=0.0)
     assert bf16.losses.keys() == fp32.losses.keys() and bf16.losses != fp32.losses
     assert {k: float(v) for k, v in timed.train_step().items()} == expected
     assert {k: v for k, v in expected.items() if k.startswith("loss_")} == fp32.losses
@@ -116,10 +116,12 @@ def test_a_run_prints_and_records_its_precision(tiny_data, tmp_path):
 
 def test_a_resumed_run_keeps_the_precision_its_checkpoint_holds(tiny_data, tmp_path):
     _, first = run_row("focal.gin", "sparse_point_robot", tiny_data, tmp_path / "a", train=False)
-    first.loop.choice = PrecisionChoice("bf16", "auto", "measured: bf16 2.0 ms vs fp32 4.0 ms")
+    first.loop.step_precision.choice = PrecisionChoice(
+        "bf16", "auto", "measured: bf16 2.0 ms vs fp32 4.0 ms"
+    )
     _, resumed = run_row("focal.gin", "sparse_point_robot", tiny_data, tmp_path / "b", train=False)
     resumed.load_state(first.state())
-    assert resumed.loop.choice == first.loop.choice
+    assert resumed.loop.step_precision.choice == first.loop.step_precision.choice
     with resumed.autocast():
         assert torch.is_autocast_enabled("cpu")
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16

@@ -98,8 +98,8 @@ def test_a_precision_trial_of_k_seeds_names_each_seeds_losses(tiny_data, tmp_pat
     torch.manual_seed(7)
     expected = plain.train_step()
     torch.manual_seed(7)
-    bf16 = timed.loop.trial(timed, "bf16", seconds=0.0)
-    fp32 = timed.loop.trial(timed, "fp32", seconds=0.0)
+    bf16 = timed.loop.step_precision.trial(timed, "bf16", 0, seconds=0.0)
+    fp32 = timed.loop.step_precision.trial(timed, "fp32", 0, seconds=0.0)
     losses = [k for k in expected if k.startswith("loss_")]
     assert losses and fp32.losses == {
         f"{k}[{i}]": float(expected[k][i]) for k in losses for i in range(len(SEEDS))
