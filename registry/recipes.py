@@ -49,6 +49,9 @@ T = TypeVar("T")
 SHIPPED_RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 
 
+COLUMN_FOLDERS = ("envs", "scales", "overlays")  # recipes/ folders that hold no recipe set
+
+
 def default_recipes_dir() -> Path:
     """The recipes directory a run reads when none is given: $FOCALPP_RECIPES if set (read at
     each call, so one process may run tools with different ones), else the shipped recipes."""
@@ -96,6 +99,7 @@ def compose(
             )
         scale = scale or _query("experiment.scale") or "cpu"
         sources += parse_columns(env, scale, recipes_dir)
+        sources += parse_set_scale(recipe_path, scale, recipes_dir)
     run_bindings = [f"experiment.env = {env!r}", f"experiment.scale = {scale!r}"]
     if seed is not None:
         run_bindings.append(f"experiment.seed = {int(seed)}")
@@ -196,6 +200,20 @@ def parse_columns(env: str, scale: str, recipes_dir: Path) -> list[str]:
     return [str(p) for p in paths]
 
 
+def parse_set_scale(recipe_path: Path, scale: str, recipes_dir: Path) -> list[str]:
+    """A recipe set, a folder of recipes under the recipes directory (recipes/first_edition/),
+    sizes the parts only its recipes build per scale: <folder>/scales/<scale>.gin, read after
+    the scale's own files. Call inside `_search_paths`; returns the files parsed."""
+    folder = recipe_path.parent
+    if folder.parent != Path(recipes_dir).resolve() or folder.name in COLUMN_FOLDERS:
+        return []
+    path = folder / "scales" / f"{scale}.gin"
+    if not path.is_file():
+        return []
+    parse_file(path)
+    return [str(path)]
+
+
 def check_group_member(env: str) -> None:
     """A name that reads its group's column (`ml1_pushh`) must be a family the group's
     modules registered, so that a dry run refuses it as a real run would."""
@@ -248,13 +266,15 @@ def checked_recipes_dir(recipes_dir: Path | None = None) -> Path:
 
 
 def find_recipe(recipe: str | Path, recipes_dir: Path) -> Path:
-    """The recipe's path as given, else the name of a recipe in the recipes directory (a file
-    of its own, never one of a folder in it or outside it: `envs/x.gin` is an environment
-    column, `../x.gin` a path from the working directory); error if neither."""
+    """The recipe's path as given, else the name of a recipe in the recipes directory or in a
+    recipe set there (`first_edition/x.gin`), never a column's or an overlay's file
+    (`envs/x.gin` is an environment column) nor one outside it (`../x.gin` is a path from the
+    working directory); error if neither."""
     if Path(recipe).is_file():
         return Path(recipe).resolve()
-    inside = (recipes_dir / recipe).resolve()
-    if inside.is_file() and inside.parent == Path(recipes_dir).resolve():
+    inside, root = (recipes_dir / recipe).resolve(), Path(recipes_dir).resolve()
+    in_set = inside.parent.parent == root and inside.parent.name not in COLUMN_FOLDERS
+    if inside.is_file() and (inside.parent == root or in_set):
         return inside
     checked_recipes_dir(recipes_dir)
     shipped = sorted(p.name for p in recipes_dir.glob("*.gin"))
@@ -492,7 +512,8 @@ def _check_marks(marks: frozenset, path: Path, label: str) -> None:
             continue
         found = gin_state.configurable(configurable) if configurable else None
         if found is None or arg not in _parameters(found.wrapped):
-            close = difflib.get_close_matches(mark.split(".")[0], [*names(), "experiment"], n=3)
+            known = sorted({*names(), "experiment"})  # a name two kinds share, once
+            close = difflib.get_close_matches(mark.split(".")[0], known, n=3)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             raise RecipeError(
                 f"{path}: `# {label}:` names {mark!r}, which is neither a configurable "

@@ -179,7 +179,7 @@ def migrate(row: dict) -> dict:
 
 
 def main() -> None:
-    load_builtin()  # every registered name, to read a stored config.gin's sections
+    load_builtin(opt_in=True)  # every registered name, to read a stored config.gin's sections
     for path in sorted(ROOT.glob("results/**/runs.jsonl")):
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         print(path.relative_to(ROOT), len(rows), flush=True)

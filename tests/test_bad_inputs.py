@@ -247,7 +247,7 @@ def study_binding_nothing(world: World, case: Path):
         GOOD_STUDY.replace("seeds = [0]", "seeds = [0, 1]")
         + 'scale = "tiny"\n'
         + f"bindings = [\"focal.data_root = '{world.store}'\", "
-        + '"sequence_attention.heads = 2"]\n'
+        + '"attention_blocks.heads = 2"]\n'
     )
     out = case / "study"
     runs = [out / "runs" / f"focal-sparse_point_robot-s{seed}" for seed in (0, 1)]
@@ -736,8 +736,8 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "plugin with a syntax error": (syntax_error_plugin, "broken_plugin.py"),
     # bindings that configure nothing the run builds (registry/usage.py)
     "binding of a part the recipe does not build": (
-        binding("sequence_attention.d_model = 999"),
-        "sequence_attention.d_model = 999 (--gin_param): this run builds no sequence_attention",
+        binding("attention_blocks.width = 999"),
+        "attention_blocks.width = 999 (--gin_param): this run builds no attention_blocks",
     ),
     "binding in a scope nothing is built in": (
         binding("nowhere/loop.steps = 3"),
@@ -754,17 +754,17 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "recipe file binding a part it does not build": (
         own_recipes(
-            {"bad.gin": "include '{row}'\nsequence_attention.tokenizer = @component_tokens\n"}
+            {"bad.gin": "include '{row}'\nattention_blocks.tokenizer = @component_tokens\n"}
         ),
-        "bad.gin line 2): this run builds no sequence_attention",
+        "bad.gin line 2): this run builds no attention_blocks",
     ),
     "collection setting for a dataset that exists": (
         binding("behaviour_sac.env_steps = 50"),
         "env_steps is 60 there, 50 here",
     ),
     "may-go-unused line naming no configurable": (
-        own_recipes({"bad.gin": "include '{row}'\n# may go unused: sequence_atention\n"}),
-        "Did you mean: sequence_attention?",
+        own_recipes({"bad.gin": "include '{row}'\n# may go unused: atention_blocks\n"}),
+        "Did you mean: attention_blocks,",
     ),
     "macro that is not defined": (
         binding("focal.encoder_lr = %LR"),
@@ -939,8 +939,8 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "expected within [-1, 1], the family's action bounds",
     ),
     "collection binding a part it does not build": (
-        collect("--env", "sparse_point_robot", "--gin_param", "sequence_attention.heads = 2"),
-        "sequence_attention.heads = 2 (--gin_param): this collection builds no sequence_attention",
+        collect("--env", "sparse_point_robot", "--gin_param", "attention_blocks.heads = 2"),
+        "attention_blocks.heads = 2 (--gin_param): this collection builds no attention_blocks",
     ),
     "analysis binding a part no analysis builds": (
         analyze(copied_run, "--analyses", "task_vectors", "--gin_param", "brac.hidden = (8, 8)"),
@@ -1016,8 +1016,8 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "zero learning rate": (binding("brac.lr = 0.0"), "brac.lr = 0.0: expected a finite float > 0"),
     "dropout above one": (
-        binding("sequence_attention.dropout = 1.5"),
-        "sequence_attention.dropout = 1.5: expected a finite float in [0, 1]",
+        binding("attention_blocks.dropout = 1.5"),
+        "attention_blocks.dropout = 1.5: expected a finite float in [0, 1]",
     ),
     "attention blocks with neither attention": (
         binding(
@@ -1036,10 +1036,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "attention_blocks.width = 30 cannot be split among 4 heads",
     ),
     "parallel branches combined another way": (
-        binding(
-            "focal.encoder = @parallel_encoder",
-            "parallel_encoder.branches = [@a/context_encoder, @b/context_encoder]",
-            "parallel_encoder.combine = 'max'",
+        run_flags(
+            *("--plugin", "components.first_edition"),  # the first edition's, opt-in
+            *("--gin_param", "focal.encoder = @parallel_encoder"),
+            *(
+                "--gin_param",
+                "parallel_encoder.branches = [@a/context_encoder, @b/context_encoder]",
+            ),
+            *("--gin_param", "parallel_encoder.combine = 'max'"),
         ),
         "parallel_encoder.combine must be 'sum' or 'mean', got 'max'",
     ),

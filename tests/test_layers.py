@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("components.envs", "components.outputs"),
     ("components.rl", "components.encoders", "components.objectives"),
+    ("components.first_edition",),  # opt-in: nothing below the tools imports it
     ("components.data",),
     ("components.evaluation",),
     ("components.contracts",),

@@ -8,7 +8,7 @@ from gin import config_parser
 from components.reports.metaworld import REFERENCES
 from components.reports.paper import ROWS
 from registry import compose, default_recipes_dir
-from registry.recipes import columns
+from registry.recipes import COLUMN_FOLDERS, columns
 
 
 def test_columns_exist():
@@ -48,6 +48,9 @@ def test_env_columns_name_registered_families():
 
 
 RECIPES = sorted(p.stem for p in default_recipes_dir().glob("*.gin") if p.name != "base.gin")
+# recipe sets, folders of recipes that import their own parts (the first edition's, opt-in)
+RECIPES += sorted(f"{p.parent.name}/{p.stem}" for p in default_recipes_dir().glob("*/*.gin")
+                  if p.parent.name not in COLUMN_FOLDERS)  # fmt: skip
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
@@ -78,12 +81,13 @@ def test_shipped_studies_use_todays_names():
 
 
 SUCCESSORS = ("corro", "corro_model", "csro", "unicorn", "unicorn_sup")  # docs/METHODS.md
-# labelled variants of the paper's rows: the first edition's encoders, FOCAL++ with DML
+# labelled variants of the paper's rows: the first edition's encoders (opt-in, recipes/
+# first_edition/), FOCAL++ with DML
 # (docs/DECISIONS.md §4)
 VARIANTS = (
-    "focalpp_output_sum",
-    "focalpp_batchwise_softmax",
-    "focalpp_seqwise_transformer",
+    "first_edition/focalpp_output_sum",
+    "first_edition/focalpp_batchwise_softmax",
+    "first_edition/focalpp_seqwise_transformer",
     "focalpp_dml",
 )
 BACKBONES = ("focal_iql", "focalpp_iql")  # rows on another offline learner (docs/methods/iql.md)

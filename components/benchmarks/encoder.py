@@ -52,7 +52,7 @@ def bench_encoder(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     encoder, key = trainer.encoder, trainer.key_encoder
     # the sequence-attention layer against PyTorch's: the output-sum variant's transformer branch
     variant = build_trainer(
-        StepConfig("encoder", "focalpp_output_sum.gin", scale, precision="fp32")
+        StepConfig("encoder", "first_edition/focalpp_output_sum.gin", scale, precision="fp32")
     )
     branch = next(b.transition for b in variant.encoder.branches if hasattr(b.transition, "blocks"))
 

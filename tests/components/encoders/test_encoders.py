@@ -7,12 +7,13 @@ import functools
 import pytest
 import torch
 
-from components.encoders.batch_gate import BatchGate
-from components.encoders.context import ContextEncoder, ParallelEncoder
+from components.encoders.context import ContextEncoder
 from components.encoders.ema import EMAEncoder
 from components.encoders.mlp import MLPEncoder
-from components.encoders.sequence_attention import SequenceAttentionEncoder
 from components.encoders.tokenizers import ComponentTokenizer, ScalarTokenizer
+from components.first_edition.batch_gate import BatchGate
+from components.first_edition.parallel_encoder import ParallelEncoder
+from components.first_edition.sequence_attention import SequenceAttentionEncoder
 from registry import RecipeError
 
 SIZES = (2, 2, 2, 1)  # point robot: s, a, s', r

@@ -7,7 +7,6 @@ import pytest
 import torch
 from torch import nn
 
-from components.encoders.sequence_attention import SequenceAttentionEncoder
 from components.encoders.short_attention import (
     _keep_mask,
     check_layer,
@@ -15,6 +14,7 @@ from components.encoders.short_attention import (
     random_bits_dropout,
     relu_dropout,
 )
+from components.first_edition.sequence_attention import SequenceAttentionEncoder
 
 
 def layers(dropout: float) -> nn.TransformerEncoder:

@@ -12,7 +12,6 @@ import torch
 from components.data.context import ContextLayout
 from components.data.sampler import TensorSampler
 from components.data.store import QualityData
-from components.encoders.batch_gate import BatchGate
 from components.encoders.context import ContextEncoder
 from components.evaluation.attention_weights import (
     AttentionWeights,
@@ -21,6 +20,7 @@ from components.evaluation.attention_weights import (
 )
 from components.evaluation.embedding_variance import embedding_variance, variance_over_draws
 from components.evaluation.tsne import tsne_map
+from components.first_edition.batch_gate import BatchGate
 from components.outputs.figures import scatter_by_label
 from components.transitions import Transitions
 from tests.conftest import cli, run_row

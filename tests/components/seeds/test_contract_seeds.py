@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from components.contracts import ContractError, check
-from components.encoders.batch_gate import BatchGate
+from components.first_edition.batch_gate import BatchGate
 
 
 class WholeBatchGate(nn.Module):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from components.encoders.batch_gate import BatchGate
 from components.encoders.context import ContextEncoder
+from components.first_edition.batch_gate import BatchGate
 from components.rl.batched_mlp import BatchedMLP
 from components.rl.networks import MLP, TanhGaussianPolicy
 from components.seeds import per_seed_mean, seed_count, stack_modules, unstack_state
@@ -109,8 +109,8 @@ def test_rows_that_do_not_split_among_the_seeds_are_refused():
 
 
 def test_sequence_attention_computes_each_seeds_transitions_with_its_weights():
-    from components.encoders.sequence_attention import SequenceAttentionEncoder
     from components.encoders.tokenizers import ScalarTokenizer
+    from components.first_edition.sequence_attention import SequenceAttentionEncoder
     from components.seeds import SeedStreams, drawing_from
 
     for tokenizer in (None, ScalarTokenizer):

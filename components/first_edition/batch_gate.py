@@ -1,4 +1,6 @@
-"""Batch-wise gated attention (FOCAL++ §3.2): one non-negative weight per context transition.
+"""The first edition's batch-wise gated attention (FOCAL++ §3.2 as first built; the paper's gate
+is `block_gate`, components/encoders/attention_blocks.py): one non-negative weight per context
+transition.
 
 Squeeze-and-excitation along the batch: each transition's embedding is scored together with the
 batch's mean embedding (the squeeze), and the scores become weights by a softmax over the batch

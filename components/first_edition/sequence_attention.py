@@ -1,4 +1,5 @@
-"""Sequence-wise self-attention: a transformer along the elements of ONE transition (FOCAL++ §3.2).
+"""The first edition's sequence-wise self-attention (the paper's is inside the attention blocks,
+components/encoders/attention_blocks.py): a transformer along the elements of ONE transition.
 
 The tokens of a transition (its numbers, or its s, a, s′, r) attend to each other, so the encoder
 can model correlations inside (s, a, s′, r) that a per-transition MLP mixes only linearly. Each
