@@ -66,8 +66,13 @@ class RunClock:
     def __init__(self):
         self.before, self.started, self.meta_testing = 0.0, time.perf_counter(), 0.0
 
-    def start(self, before: float = 0.0, meta_testing: float = 0.0) -> None:
-        self.before, self.started, self.meta_testing = before, time.perf_counter(), meta_testing
+    def resume(self, before: float, meta_testing: float) -> None:
+        """Count on from a checkpoint's training and meta-test seconds."""
+        self.before, self.meta_testing = before, meta_testing
+
+    def start(self) -> None:
+        """Training starts (again) now: settling the precision before it is not counted."""
+        self.started = time.perf_counter()
 
     def seconds(self) -> float:
         return self.before + time.perf_counter() - self.started

@@ -175,7 +175,7 @@ class TrainingLoop:
 
     def _continue_from(self, state: LoopState) -> None:
         self.step, self._sums = state.step, state.pending_metrics
-        self.clock.start(state.train_seconds, state.meta_test_seconds)
+        self.clock.resume(state.train_seconds, state.meta_test_seconds)
         if state.precision:
             self.step_precision.choice = PrecisionChoice(**state.precision)
 
@@ -236,7 +236,7 @@ class TrainingLoop:
             out.print(f"resuming at step {self.step} of {self.steps}")
         choice = self.step_precision.settle(learner, self.step)
         out.print(choice.describe())
-        self.clock.start(self.clock.before, self.clock.meta_testing)  # from now on
+        self.clock.start()
         self.checkpointer.open_logs(choice.to_dict())
         return self.checkpointer.runs
 
