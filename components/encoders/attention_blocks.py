@@ -29,11 +29,11 @@ from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange
 from torch import nn
 
 from components.encoders.encoded import Encoded, weighted_mean
 from components.encoders.short_attention import random_bits_dropout
+from components.encoders.token_attention import token_attention
 from components.encoders.tokenizers import ComponentTokenizer
 from registry import RecipeError, register
 from registry.constraints import Fraction, PositiveInt
@@ -107,12 +107,7 @@ class AttentionBlock(nn.Module):
 
     def self_attention(self, h: torch.Tensor) -> torch.Tensor:
         """[T, B, L, D] -> [T, B, L, D]: each transition's tokens attend to each other."""
-        q, k, v = (
-            rearrange(t, "t b l (h d) -> t b h l d", h=self.heads) for t in self.qkv(h).chunk(3, -1)
-        )
-        return self.attended(
-            rearrange(F.scaled_dot_product_attention(q, k, v), "t b h l d -> t b l (h d)")
-        )
+        return self.attended(token_attention(*self.qkv(h).chunk(3, -1), heads=self.heads))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x [T, B, L, D] -> (x, the gate's multipliers [T, B] or None)."""

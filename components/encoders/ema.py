@@ -28,8 +28,10 @@ class EMAEncoder(nn.Module):
 
     @torch.no_grad()
     def update(self, source: nn.Module) -> None:
-        for key, online in zip(self.copy.parameters(), source.parameters(), strict=True):
-            key.lerp_(online.detach(), 1.0 - self.momentum)
+        keys, sources = list(self.copy.parameters()), list(source.parameters())
+        if len(keys) != len(sources):
+            raise ValueError(f"a key encoder of {len(keys)} parameters for one of {len(sources)}")
+        torch._foreach_lerp_(keys, [p.detach() for p in sources], 1.0 - self.momentum)  # one call
         for key, online in zip(self.copy.buffers(), source.buffers(), strict=True):
             key.copy_(online)
 
