@@ -10,6 +10,7 @@ or None.
 import components.reports.sections.attention
 import components.reports.sections.ceilings
 import components.reports.sections.context_grid
+import components.reports.sections.labelled
 import components.reports.sections.metaworld_gap
 import components.reports.sections.metaworld_scores
 import components.reports.sections.ood
