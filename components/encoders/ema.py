@@ -28,10 +28,8 @@ class EMAEncoder(nn.Module):
 
     @torch.no_grad()
     def update(self, source: nn.Module) -> None:
-        keys, sources = list(self.copy.parameters()), list(source.parameters())
-        if len(keys) != len(sources):
-            raise ValueError(f"a key encoder of {len(keys)} parameters for one of {len(sources)}")
-        torch._foreach_lerp_(keys, [p.detach() for p in sources], 1.0 - self.momentum)  # one call
+        online = [p.detach() for p in source.parameters()]  # one call for all of them:
+        torch._foreach_lerp_(list(self.copy.parameters()), online, 1.0 - self.momentum)
         for key, online in zip(self.copy.buffers(), source.buffers(), strict=True):
             key.copy_(online)
 

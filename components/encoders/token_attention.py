@@ -23,6 +23,8 @@ tests/components/encoders/test_token_attention.py. Other devices, and sequences 
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -30,9 +32,18 @@ SHORT = 8  # up to this many tokens, the joint-head form (longer: PyTorch's kern
 
 
 def head_mask(heads: int, width: int, like: torch.Tensor) -> torch.Tensor:
-    """M [H, D]: 1 where feature c belongs to head h (heads of width D / H, in order)."""
-    owner = torch.arange(width, device=like.device) // (width // heads)
-    return (owner == torch.arange(heads, device=like.device)[:, None]).to(like.dtype)
+    """M [H, D]: 1 where feature c belongs to head h (heads of width D / H, in order), in
+    `like`'s dtype and device."""
+    return _head_mask(heads, width, like.device, like.dtype)
+
+
+@functools.cache
+def _head_mask(heads: int, width: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    # built once per shape: every forward of every block reads it (never written to); a
+    # normal tensor even when first asked for under inference mode, so training can save it
+    with torch.inference_mode(False):
+        owner = torch.arange(width, device=device) // (width // heads)
+        return (owner == torch.arange(heads, device=device)[:, None]).to(dtype)
 
 
 class _JointHeads(torch.autograd.Function):

@@ -13,7 +13,8 @@ changes the order of float sums), so there the test allows a relative 1e-4 and c
 larger changes (another update order, another learning rate, another draw).
 
 A change that alters a row's arithmetic on purpose records that row again, on a machine like
-the file's, after showing at a real scale that its results did not move (docs/DECISIONS.md):
+the file's, after showing at a real scale that its results did not move (as the joint-head
+attention did: results/performance/token_attention, docs/PERFORMANCE.md):
 
     python -m tests.e2e.test_unchanged --record ROW [ROW ...] --commit SHORT_SHA"""
 

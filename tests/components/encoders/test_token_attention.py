@@ -74,3 +74,13 @@ def test_large_scores_stay_finite():
     out = token_attention(q, k, v, heads=4)
     assert torch.isfinite(out).all()
     torch.testing.assert_close(out, reference(q, k, v, 4), rtol=1e-4, atol=1e-4)
+
+
+def test_a_first_call_under_inference_mode_leaves_training_working():
+    """The head mask is built once and kept: built under inference mode it must still be a
+    tensor the training pass can save for its backward."""
+    q, k, v = qkv((2, 4, 20), seed=5)  # a width no other test uses: the mask is built here
+    with torch.inference_mode():
+        token_attention(q.detach(), k.detach(), v.detach(), heads=5)
+    token_attention(q, k, v, heads=5).sum().backward()
+    assert torch.isfinite(q.grad).all()
