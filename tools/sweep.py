@@ -1,7 +1,7 @@
 """Run a study: every recipe × environment × seed of a TOML study file.
 
     python tools/sweep.py STUDY.toml [--out DIR] [--backend local|ray] [--workers N]
-        [--address ADDR] [--retries N] [--envs ENV ...] [--dry-run]
+        [--address ADDR] [--retries N] [--envs ENV ...] [--seeds SEEDS] [--dry-run]
         [--records results/<study> [--logs]]
 
 Each run is `tools/run.py` in its own process, in `<out>/runs/<recipe>-<env>-s<seed>/`.
@@ -13,7 +13,8 @@ The default `--out` is runs/studies/<study name>. With `--records DIR` the study
 step: runs that DIR's compact record holds are not trained again, and once the study has run,
 its other finished runs are added to the record (`--logs`: with their training logs) and the
 report is written to DIR/report. `--envs` runs the study on some of its environments only (a
-study parameterised by a task list, each task recorded in its own folder). See docs/SWEEPS.md.
+study parameterised by a task list, each task recorded in its own folder); `--seeds 0-4` on some
+of its seeds (a study longer than a sitting, run in parts into one record). See docs/SWEEPS.md.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from rich.table import Table
 
 import components.sweep.local  # registers the backends
 import components.sweep.ray_backend  # noqa: F401
+from components.cli.run import parse_seeds
 from components.outputs.console import out, run_tool
 from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
@@ -48,6 +50,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--address", help="Ray cluster address (ray backend; default: start Ray here)")
     p.add_argument("--retries", type=int, help="override the study's retries")
     p.add_argument("--envs", nargs="+", help="only these of the study's environments")
+    p.add_argument(
+        "--seeds", type=parse_seeds, help="only these of the study's seeds: 0-4, 0,3,5 or 0-3,8"
+    )
     p.add_argument("--dry-run", action="store_true", help="list the runs and stop")
     p.add_argument("--records", type=Path, help="the study's compact record (results/<study>)")
     p.add_argument("--logs", action="store_true", help="--records keeps the training logs")
@@ -64,6 +69,8 @@ def execute(args: argparse.Namespace) -> int:
         study = type(study)(**{**study.__dict__, "retries": args.retries})
     if args.envs:
         study = type(study)(**{**study.__dict__, "envs": only(study, args.envs)})
+    if args.seeds:
+        study = type(study)(**{**study.__dict__, "seeds": only_seeds(study, args.seeds)})
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be ≥ 1, got {args.workers}")
     backend_cls = get("backend", args.backend)
@@ -137,6 +144,18 @@ def only(study, envs: Sequence[str]) -> tuple[str, ...]:
             f"{', '.join(study.envs)}"
         )
     return tuple(env for env in study.envs if env in envs)
+
+
+def only_seeds(study, seeds: Sequence[int]) -> tuple[int, ...]:
+    """The study's seeds named by --seeds, in the study's order (seed groups of
+    `seeds_per_process` then form within them)."""
+    unknown = [str(seed) for seed in seeds if seed not in study.seeds]
+    if unknown:
+        raise StudyError(
+            f"--seeds {','.join(unknown)}: not a seed of {study.source}; it has "
+            f"{','.join(str(seed) for seed in study.seeds)}"
+        )
+    return tuple(seed for seed in study.seeds if seed in seeds)
 
 
 def record(index: dict, target: Path, args, kept: list[dict], plugins: Sequence[str]) -> None:

@@ -189,6 +189,20 @@ def test_envs_runs_a_study_on_some_of_its_environments():
     assert "--envs ml1_push: not an environment of" in r.stderr and "ml1pub_push" in r.stderr
 
 
+def test_seeds_runs_a_study_on_some_of_its_seeds():
+    """A ten-seed study in two sittings: `--seeds 5-9` forms its seed groups within those seeds;
+    a seed the study does not list is named with the ones it does."""
+    study = str(ROOT / "studies" / "backbones_reach_wall.toml")
+    r = cli("sweep", study, "--seeds", "5-9", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    listed = " ".join(r.stdout.split())  # rich wraps long lines
+    assert listed.count("--seeds 5,6,7,8,9") == 4 and "--seeds 0,1,2,3,4" not in listed
+    assert "20 runs" in listed and "4 processes of up to 5 seeds" in listed
+    r = cli("sweep", study, "--seeds", "8-11", "--dry-run")
+    assert r.returncode == 2
+    assert "--seeds 10,11: not a seed of" in r.stderr and "0,1,2,3,4,5,6,7,8,9" in r.stderr
+
+
 def test_dataset_built_in_shards_before_the_runs(tmp_path):
     store = tmp_path / "store"
     study = tmp_path / "study.toml"
