@@ -30,7 +30,8 @@ class VarianceSparsity:
     variance, the return and the attention AUC, mean ± std over seeds; where each recipe's
     curve of seed means crosses FOCAL's (the paper: near a sparsity ratio of 0.6); and the
     figure of variance against sparsity. Labels that vary something else (a data quality, a
-    precision) are not sparsity levels."""
+    precision) are not sparsity levels. Unlabelled runs of an environment that has such levels
+    are its `default` level (a record of the recipe's own radius read beside the study's)."""
 
     order = 120
     title = (
@@ -39,21 +40,19 @@ class VarianceSparsity:
 
     def __call__(self, runs: RunGroups) -> Section | None:
         points: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(dict)
+        defaults: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for (env, scale, _), group in runs.items():
             for run in group:
                 found = run["analysis"].get("embedding_variance", {})
-                radius_bound = any("goal_radius" in b for b in run.get("bindings", []))
-                if not run.get("label") or not radius_bound or "sparsity" not in found:
+                if "sparsity" not in found:
                     continue
-                auc = run["analysis"].get("attention_auc", {})
-                point = {
-                    "label": run["label"],
-                    "sparsity": found["sparsity"],
-                    "variance": found["embedding_variance"],
-                    "return": comparable(run),
-                    "auc": auc.get("attention_auc") if auc.get("attention_gated") else None,
-                }
-                points[(env, scale)].setdefault(recipe_stem(run), []).append(point)
+                if not run.get("label"):
+                    defaults[(env, scale)].append(run)
+                elif any("goal_radius" in b for b in run.get("bindings", [])):
+                    points[(env, scale)].setdefault(recipe_stem(run), []).append(_point(run))
+        for where, unlabelled in defaults.items():
+            for run in unlabelled if where in points else ():
+                points[where].setdefault(recipe_stem(run), []).append(_point(run, "default"))
         rows, pictures = [], []
         for (env, scale), recipes in sorted(points.items()):
             series = {}
@@ -78,6 +77,18 @@ class VarianceSparsity:
         if not rows:
             return None
         return Section([Table(self.title, COLUMNS, rows)], pictures)
+
+
+def _point(run: dict, label: str | None = None) -> dict:
+    """One run's sparsity, variance, return and (gated rows) attention AUC."""
+    found, auc = run["analysis"]["embedding_variance"], run["analysis"].get("attention_auc", {})
+    return {
+        "label": label or run["label"],
+        "sparsity": found["sparsity"],
+        "variance": found["embedding_variance"],
+        "return": comparable(run),
+        "auc": auc.get("attention_auc") if auc.get("attention_gated") else None,
+    }
 
 
 def _levels(env: str, scale: str, stem: str, found: list[dict]):
