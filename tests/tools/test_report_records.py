@@ -271,3 +271,30 @@ def _slug(heading: str) -> str:
     """GitHub's anchor of a Markdown heading."""
     words = heading.lstrip("#").strip().lower()
     return re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", words))
+
+
+def test_unlabelled_runs_are_the_default_sparsity_level():
+    """Figure 4d in the paper's form is two records: the study's four labelled radii and the
+    paper's own radius, unlabelled, from the Figure 4b study. Read together, the unlabelled runs
+    are each row's `default` level, in sparsity order among the others; read alone, the
+    unlabelled record has no levels and no variance-sparsity section."""
+    records = [
+        RESULTS / "paper_blocks" / "variance_sparsity",
+        RESULTS / "paper_blocks" / "relabeled",
+    ]
+    together = cli("report", *map(str, records), "--markdown", "--reps", "200")
+    assert together.returncode == 0, together.stderr
+    table = together.stdout.split("### Variance-sparsity")[1].split("###")[0]
+    for recipe in ("focal", "focalpp_batchwise"):
+        rows = [
+            [c.strip() for c in line.strip("|").split("|")]
+            for line in table.splitlines()
+            if line.startswith(f"| sparse_point_robot_relabeled | cpu | {recipe} |")
+        ]
+        labels = [row[3] for row in rows]
+        assert labels == ["r1.2", "r0.8", "default", "r0.3", "r0.15"], labels
+        sparsity = [float(row[5]) for row in rows]
+        assert sparsity == sorted(sparsity) and 0.7 < sparsity[2] < 0.85
+        assert rows[2][4] == "10"  # the Figure 4b study's ten seeds
+    alone = cli("report", str(records[1]), "--markdown", "--reps", "200")
+    assert alone.returncode == 0 and "### Variance-sparsity" not in alone.stdout
