@@ -68,9 +68,9 @@ def execute(args: argparse.Namespace) -> int:
             raise StudyError(f"--retries must be ≥ 0, got {args.retries}")
         study = type(study)(**{**study.__dict__, "retries": args.retries})
     if args.envs:
-        study = type(study)(**{**study.__dict__, "envs": only(study, args.envs)})
+        study = type(study)(**{**study.__dict__, "envs": only(study, "envs", args.envs)})
     if args.seeds:
-        study = type(study)(**{**study.__dict__, "seeds": only_seeds(study, args.seeds)})
+        study = type(study)(**{**study.__dict__, "seeds": only(study, "seeds", args.seeds)})
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be ≥ 1, got {args.workers}")
     backend_cls = get("backend", args.backend)
@@ -135,27 +135,22 @@ def execute(args: argparse.Namespace) -> int:
     return 0
 
 
-def only(study, envs: Sequence[str]) -> tuple[str, ...]:
-    """The study's environments named by --envs, in the study's order."""
-    unknown = [env for env in envs if env not in study.envs]
-    if unknown:
-        raise StudyError(
-            f"--envs {' '.join(unknown)}: not an environment of {study.source}; it has "
-            f"{', '.join(study.envs)}"
-        )
-    return tuple(env for env in study.envs if env in envs)
+# what --envs / --seeds choose from: its name in a message, how the named and the study's are listed
+CHOSEN = {"envs": ("an environment", " ", ", "), "seeds": ("a seed", ",", ",")}
 
 
-def only_seeds(study, seeds: Sequence[int]) -> tuple[int, ...]:
-    """The study's seeds named by --seeds, in the study's order (seed groups of
-    `seeds_per_process` then form within them)."""
-    unknown = [str(seed) for seed in seeds if seed not in study.seeds]
+def only(study, field: str, named: Sequence) -> tuple:
+    """The study's environments or seeds (`field`) named by --envs / --seeds, in the study's
+    order (seed groups of `seeds_per_process` then form within them); one it lacks is refused,
+    naming what it has."""
+    listed, (what, named_sep, listed_sep) = getattr(study, field), CHOSEN[field]
+    unknown = [str(item) for item in named if item not in listed]
     if unknown:
         raise StudyError(
-            f"--seeds {','.join(unknown)}: not a seed of {study.source}; it has "
-            f"{','.join(str(seed) for seed in study.seeds)}"
+            f"--{field} {named_sep.join(unknown)}: not {what} of {study.source}; it has "
+            f"{listed_sep.join(map(str, listed))}"
         )
-    return tuple(seed for seed in study.seeds if seed in seeds)
+    return tuple(item for item in listed if item in named)
 
 
 def record(index: dict, target: Path, args, kept: list[dict], plugins: Sequence[str]) -> None:

@@ -51,7 +51,9 @@ class VarianceSparsity:
                 elif any("goal_radius" in b for b in run.get("bindings", [])):
                     points[(env, scale)].setdefault(recipe_stem(run), []).append(_point(run))
         for where, unlabelled in defaults.items():
-            for run in unlabelled if where in points else ():
+            if where not in points:
+                continue  # no labelled levels: these runs are no sparsity study's
+            for run in unlabelled:
                 points[where].setdefault(recipe_stem(run), []).append(_point(run, "default"))
         rows, pictures = [], []
         for (env, scale), recipes in sorted(points.items()):
