@@ -1,8 +1,8 @@
 """Run a study: every recipe × environment × seed of a TOML study file.
 
     python tools/sweep.py STUDY.toml [--out DIR] [--backend local|ray] [--workers N]
-        [--address ADDR] [--retries N] [--envs ENV ...] [--seeds SEEDS] [--dry-run]
-        [--records results/<study> [--logs]]
+        [--address ADDR] [--retries N] [--recipes R ...] [--envs ENV ...] [--seeds SEEDS]
+        [--dry-run] [--records results/<study> [--logs]]
 
 Each run is `tools/run.py` in its own process, in `<out>/runs/<recipe>-<env>-s<seed>/`.
 Finished runs are skipped and interrupted ones resumed, so running a study again continues it.
@@ -14,7 +14,8 @@ step: runs that DIR's compact record holds are not trained again, and once the s
 its other finished runs are added to the record (`--logs`: with their training logs) and the
 report is written to DIR/report. `--envs` runs the study on some of its environments only (a
 study parameterised by a task list, each task recorded in its own folder); `--seeds 0-4` on some
-of its seeds (a study longer than a sitting, run in parts into one record). See docs/SWEEPS.md.
+of its seeds and `--recipes focal.gin` on some of its rows (a study longer than a sitting, run in
+parts into one record). See docs/SWEEPS.md.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, help="concurrent runs (default: cores / threads)")
     p.add_argument("--address", help="Ray cluster address (ray backend; default: start Ray here)")
     p.add_argument("--retries", type=int, help="override the study's retries")
+    p.add_argument("--recipes", nargs="+", help="only these of the study's recipes (its rows)")
     p.add_argument("--envs", nargs="+", help="only these of the study's environments")
     p.add_argument(
         "--seeds", type=parse_seeds, help="only these of the study's seeds: 0-4, 0,3,5 or 0-3,8"
@@ -67,10 +69,9 @@ def execute(args: argparse.Namespace) -> int:
         if args.retries < 0:
             raise StudyError(f"--retries must be ≥ 0, got {args.retries}")
         study = type(study)(**{**study.__dict__, "retries": args.retries})
-    if args.envs:
-        study = type(study)(**{**study.__dict__, "envs": only(study, "envs", args.envs)})
-    if args.seeds:
-        study = type(study)(**{**study.__dict__, "seeds": only(study, "seeds", args.seeds)})
+    for field in ("recipes", "envs", "seeds"):
+        if named := getattr(args, field):
+            study = type(study)(**{**study.__dict__, field: only(study, field, named)})
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be ≥ 1, got {args.workers}")
     backend_cls = get("backend", args.backend)
@@ -135,14 +136,19 @@ def execute(args: argparse.Namespace) -> int:
     return 0
 
 
-# what --envs / --seeds choose from: its name in a message, how the named and the study's are listed
-CHOSEN = {"envs": ("an environment", " ", ", "), "seeds": ("a seed", ",", ",")}
+# what --recipes / --envs / --seeds choose from: its name in a message, how the named and the
+# study's are listed
+CHOSEN = {
+    "recipes": ("a recipe", " ", ", "),
+    "envs": ("an environment", " ", ", "),
+    "seeds": ("a seed", ",", ","),
+}
 
 
 def only(study, field: str, named: Sequence) -> tuple:
-    """The study's environments or seeds (`field`) named by --envs / --seeds, in the study's
-    order (seed groups of `seeds_per_process` then form within them); one it lacks is refused,
-    naming what it has."""
+    """The study's recipes, environments or seeds (`field`) named by --recipes / --envs /
+    --seeds, in the study's order (seed groups of `seeds_per_process` then form within them);
+    one it lacks is refused, naming what it has."""
     listed, (what, named_sep, listed_sep) = getattr(study, field), CHOSEN[field]
     unknown = [str(item) for item in named if item not in listed]
     if unknown:

@@ -203,6 +203,20 @@ def test_seeds_runs_a_study_on_some_of_its_seeds():
     assert "--seeds 10,11: not a seed of" in r.stderr and "0,1,2,3,4,5,6,7,8,9" in r.stderr
 
 
+def test_recipes_runs_a_study_on_some_of_its_rows():
+    """A part of a long study may hold one of its rows: `--recipes focal.gin` lists that row's
+    processes only; a recipe the study does not name is refused with the ones it does."""
+    study = str(ROOT / "studies" / "backbones_reach_wall.toml")
+    r = cli("sweep", study, "--recipes", "focal.gin", "--seeds", "0-4", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    listed = " ".join(r.stdout.split())  # rich wraps long lines
+    assert listed.count("tools/run.py --recipe") == 1
+    assert "tools/run.py --recipe focal.gin --env" in listed and "5 runs" in listed
+    r = cli("sweep", study, "--recipes", "focal.gin", "corro.gin", "--dry-run")
+    assert r.returncode == 2
+    assert "--recipes corro.gin: not a recipe of" in r.stderr and "focalpp.gin" in r.stderr
+
+
 def test_dataset_built_in_shards_before_the_runs(tmp_path):
     store = tmp_path / "store"
     study = tmp_path / "study.toml"
