@@ -81,7 +81,8 @@ def token_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: in
     if q.device.type != "cpu" or length > SHORT:
         split = [t.unflatten(-1, (heads, -1)).transpose(-3, -2) for t in (q, k, v)]
         return F.scaled_dot_product_attention(*split).transpose(-3, -2).flatten(-2)
-    scale = (width // heads) ** -0.5
+    # d^−½ in q's precision (bf16 under autocast): the factor the head mask's product used
+    scale = torch.tensor((width // heads) ** -0.5, dtype=q.dtype).item()
     flat = [t.reshape(-1, length, width) for t in (q, k, v)]
     out = _JointHeads.apply(*flat, heads, scale)
     return out.view(*lead, length, width)

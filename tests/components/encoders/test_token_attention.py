@@ -90,3 +90,17 @@ def test_each_head_sees_its_own_features_only():
     assert not torch.allclose(after[..., 4:8], before[..., 4:8])
     torch.testing.assert_close(after[..., :4], before[..., :4], rtol=0, atol=0)
     torch.testing.assert_close(after[..., 8:], before[..., 8:], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_same_bits_as_the_head_mask_product(dtype):
+    """The heads are spread by copies; the numbers are those of q ⊙ M_h · d^−½ with the mask
+    and factor in q's precision (the form runs recorded before used), bit for bit."""
+    q, k, v = (t.detach().to(dtype) for t in qkv((6, 4, 32), seed=7))
+    heads, width = 4, 32  # d^−½ = 8^−½: not a bf16 number
+    mask = (torch.arange(width) // (width // heads) == torch.arange(heads)[:, None]).to(dtype)
+    q_heads = (q.unsqueeze(-2) * (mask * (width // heads) ** -0.5)).view(6, 16, width)
+    p = torch.softmax(torch.bmm(k, q_heads.transpose(1, 2)), 1)
+    by_query = p.view(6, 4, 4, heads).transpose(1, 2).reshape(6, 4, 16)
+    expected = torch.bmm(by_query, (v.unsqueeze(-2) * mask).view(6, 16, width))
+    assert torch.equal(token_attention(q, k, v, heads=heads), expected)
