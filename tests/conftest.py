@@ -11,20 +11,20 @@ from pathlib import Path
 import gin
 import pytest
 
+from components import numerics
+
 DATA = Path(__file__).parent / "data"
 TOY_RECIPES = DATA / "recipes"
 ROOT = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(TOY_RECIPES))  # so tests can `import toy_components` as the recipes do
 
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # One thread per test worker (pyproject runs one worker per core): two PyTorch processes
-    # of two threads each on two cores run several times slower than one after the other. The
-    # variables reach the tools' own processes; set_num_threads, this one.
-    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    import torch
-
-    torch.set_num_threads(1)
+# Every test runs with portable numerics (components/numerics.py): one thread (two PyTorch
+# processes of two threads each on two cores run several times slower than one after the
+# other) and the kernels every x86 CPU shares, so no number a test checks depends on the CPU
+# that runs it. Set before torch loads; the tools' own processes inherit it.
+numerics.pin()
+os.environ.setdefault(numerics.WORKERS_ENV, "1")  # tiny builds: a worker's start costs more
 
 from components.runtime import tune_allocator  # noqa: E402
 

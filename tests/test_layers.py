@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "components.seeds",
         "components.profiling",
         "components.commands",
+        "components.numerics",
     ),
     ("components.envs", "components.outputs"),
     ("components.rl", "components.encoders", "components.objectives"),

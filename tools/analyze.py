@@ -5,6 +5,12 @@ The command line is components/cli/analyze.py (`python tools/analyze.py --help` 
 
 import sys
 
+from components import numerics
+
+# a run trained with portable numerics is analysed with them (set before torch loads)
+if numerics.recorded(sys.argv[1:]) == numerics.PORTABLE:
+    numerics.pin()
+
 from components.cli.analyze import main
 
 if __name__ == "__main__":

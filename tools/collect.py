@@ -5,7 +5,11 @@ The command line is components/cli/collect.py (`python tools/collect.py --help` 
 
 import sys
 
-from components.cli.collect import main
+from components import numerics
+
+numerics.pin()  # a dataset is built with portable numerics, set before torch loads
+
+from components.cli.collect import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

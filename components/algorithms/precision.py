@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 import components.machine as machine
+import components.numerics as numerics
 from components.outputs.checkpoint import restore_rng_state, rng_state
 from components.outputs.run_dir import atomic_write_text
 from registry import RecipeError
@@ -135,8 +136,17 @@ def choose(
     """The precision for a run that asked for `requested` ('fp32', 'bf16' or 'auto');
     `trial(precision)` measures the run's step in a precision and leaves its state as it was.
     `bf16_units`: whether the CPU has them (default: read from the CPU's flags)."""
+    portable = device.type == "cpu" and numerics.mode() == numerics.PORTABLE
+    if portable and requested == "bf16":
+        raise RecipeError(
+            "loop.precision = 'bf16' with portable numerics: a bf16 step rounds by the CPU's "
+            "bf16 units, so it gives other bits on other CPUs; use 'fp32' (or 'auto'), or "
+            "--numerics free"
+        )
     if requested != AUTO:
         return PrecisionChoice(requested, requested, "set by loop.precision")
+    if portable:
+        return PrecisionChoice("fp32", AUTO, "portable numerics: fp32, the same bits on every CPU")
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls
     if device.type == "cuda" and not torch.cuda.is_bf16_supported():

@@ -44,6 +44,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+import components.numerics as numerics
 import components.reports.contracts  # noqa: F401  (the analyses' and sections' contracts)
 from components.contracts import check
 from components.evaluation.analyses import check_names
@@ -82,9 +83,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         nargs="+",
         help="continue the run in this directory (or the seeds trained together in these)",
     )
+    p.add_argument(
+        "--numerics",
+        choices=numerics.MODES,
+        help="portable: the same bits on every x86 CPU (one thread, fp32; docs/NUMERICS.md); "
+        "free: each CPU's fastest kernels "
+        f"(default {numerics.RUN_DEFAULT}; a resumed run: its own)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
+
+
+def check_numerics(asked: str | None, records: list[dict], dirs: list[Path]) -> None:
+    """A run goes on with the numerics it started with (others would give other bits than the
+    run never stopped), and this process must have them."""
+    modes = {(r.get("numerics") or {}).get("mode", numerics.FREE) for r in records}
+    if len(modes) > 1:
+        raise FocalppError(f"the runs {', '.join(map(str, dirs))} trained with different numerics")
+    (mode,) = modes
+    if asked is not None and asked != mode:
+        raise FocalppError(
+            f"--numerics {asked}: {dirs[0]} trained with {mode} numerics, and a run goes on with "
+            f"its own (drop --numerics)"
+        )
+    numerics.require(mode)
 
 
 def parse_seeds(spec: str) -> tuple[int, ...]:
@@ -178,6 +201,7 @@ def execute(args: argparse.Namespace) -> int:
             recorded_run(d, recipe=args.recipe, given=given, plugins=args.plugin) for d in dirs
         ]
         check_one_recipe(records, dirs)
+        check_numerics(args.numerics, records, dirs)
         comp = compose_recorded(records[0], dirs[0])
     else:
         comp = compose(
@@ -189,6 +213,8 @@ def execute(args: argparse.Namespace) -> int:
             bindings=args.gin_param,
             plugins=args.plugin,
         )
+    if not records:
+        numerics.require(args.numerics or numerics.RUN_DEFAULT)
     show_choices(comp)
     exp = comp.experiment
     check_names(exp.analyses)  # a misspelt analysis fails before the run, not after it

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from components.data.behaviour import Progress
-from components.data.protocols import Collected
+from components.data.blocks import blocks_of, build_in_blocks
 from components.data.store import (
     Dataset,
     DatasetError,
@@ -26,7 +26,6 @@ from components.data.store import (
     dataset_dir,
     load_dataset,
     rebuild_command,
-    write_dataset,
 )
 from components.envs.family import EnvFamily
 from components.outputs.console import out
@@ -126,31 +125,25 @@ def build_lock(path: Path, part: str = ""):
 
 
 def _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root) -> None:
-    partial = partial_dir(path)
-    collected = builder.build(family, seed=seed, progress=progress, resume=partial)
-    header = dataset_header(family_name, family, protocol, seed, collected, tag, scale, root)
-    write_collected(path, header, collected)
-    shutil.rmtree(partial, ignore_errors=True)
-
-
-def partial_dir(path: Path) -> Path:
-    """Where a build of `path` keeps its state between resume points (removed once built)."""
-    return path.parent / f".{path.name}.partial"
-
-
-def write_collected(path: Path, header: dict, collected: Collected) -> Path:
-    """Write what a protocol collected (qualities, provenance, policies) under `header`."""
-    return write_dataset(
+    """Build in the protocol's blocks, each in a process of portable numerics (blocks.py)."""
+    header = dataset_header(family_name, family, protocol, seed, None, tag, scale, root)
+    build_in_blocks(
         path,
-        header=header,
-        qualities=collected.qualities,
-        sources=collected.sources,
-        policies=collected.policies,
+        family_name,
+        protocol,
+        seed,
+        len(family.all_tasks()),
+        header,
+        blocks_of(builder),
+        progress=progress,
+        load=lambda part: cached(part, builder, family_name, family),
     )
 
 
 def dataset_header(family_name, family, protocol, seed, collected, tag, scale, root) -> dict:
-    """The manifest entries that describe what a dataset is and how to build it again."""
+    """The manifest entries that describe what a dataset is and how to build it again
+    (`collected`: what was built, whose settings are recorded; None: the protocol's as
+    bound, which a build records before it starts)."""
     train, test = family.split_indices()
     return {
         "family": family_name,
@@ -162,7 +155,9 @@ def dataset_header(family_name, family, protocol, seed, collected, tag, scale, r
         "horizon": family.horizon,
         "tasks": family.all_tasks(),
         "split": {"train": train, "test": test},
-        "settings": _jsonable(collected.settings),
+        "settings": _jsonable(
+            collected.settings if collected is not None else get("dataset", protocol)().settings()
+        ),
         "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "(python api)",
         "tag": tag,
         "rebuild": rebuild_command(family_name, protocol, seed, root, tag, scale),

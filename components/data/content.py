@@ -58,7 +58,8 @@ def check_quality(
     episodes in order, so none may be longer than the horizon (a relabeled pool's are not).
     """
     entry = manifest["qualities"][quality]
-    tasks = manifest.get("shard", {}).get("tasks", manifest["tasks"])  # a shard holds a few
+    part = manifest.get("block") or manifest.get("shard") or {}  # a block holds a few tasks
+    tasks = part.get("tasks", manifest["tasks"])
     length = arrays["length"]
     if length.dtype != np.int64 or length.shape != (len(tasks),):
         raise ContentError(

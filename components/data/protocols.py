@@ -44,7 +44,8 @@ class Collected:
 
 
 LEARNERS = ("independent", "conditioned")
-EARLIER = {"resume_every": 0, "learner": "independent"}  # left out of manifests at these
+# left out of manifests at these values (every earlier build's), so their manifests still match
+EARLIER = {"resume_every": 0, "learner": "independent", "blocks": 1}
 
 
 @register("behaviour", "behaviour_sac")
@@ -85,11 +86,20 @@ class BehaviourSettings:
     reward_scale: PositiveFloat = 1.0
     resume_every: Count = 0
     learner: str = "independent"
+    blocks: PositiveInt | None = None
 
     def __post_init__(self):
+        if self.blocks is None:  # frozen: settled once, as recorded
+            object.__setattr__(self, "blocks", 1 if self.learner == "conditioned" else 2)
         if self.learner not in LEARNERS:
             raise DatasetError(
                 f"behaviour_sac.learner = {self.learner!r}: expected one of {sorted(LEARNERS)}"
+            )
+        if self.learner == "conditioned" and self.blocks != 1:
+            raise DatasetError(
+                f"behaviour_sac.blocks = {self.blocks} with learner = 'conditioned': one network "
+                "learns every task together, so the tasks cannot be cut into blocks: leave "
+                "behaviour_sac.blocks unbound (1 for this learner)"
             )
 
     def settings(self) -> dict[str, Any]:

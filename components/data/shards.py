@@ -24,13 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from components.data.behaviour import Progress
-from components.data.build import (
-    build_lock,
-    cached,
-    dataset_header,
-    partial_dir,
-    write_collected,
-)
+from components.data.blocks import partial_dir, write_collected
+from components.data.build import build_lock, cached, dataset_header
 from components.data.protocols import Collected
 from components.data.store import (
     Dataset,

@@ -35,8 +35,9 @@ from registry import FocalppError, WriteError
 FORMAT = "focalpp-dataset/1"
 MANIFEST = "manifest.json"
 # Manifest entries that say how and where a build ran, not what it holds: two builds of the
-# same data by different commands, stores or versions differ only in these.
-PROVENANCE = ("command", "rebuild", "focalpp_version")
+# same data by different commands, stores, versions or machines differ only in these (the
+# numerics a build ran with are recorded, components/numerics.py, but the data are the arrays).
+PROVENANCE = ("command", "rebuild", "focalpp_version", "numerics")
 
 
 class DatasetError(FocalppError, ValueError):

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+import components.numerics as numerics
 from components.algorithms.seed_records import with_seed
 from components.machine import cpu, summary
 from components.outputs.run_record import plugin_reference, portable
@@ -72,13 +73,15 @@ def configuration_record(analyses: Sequence[str]) -> dict[str, Any]:
 
 def code_and_machine() -> dict[str, Any]:
     """The code and machine that train the run: the commit and whether the checkout had
-    uncommitted changes ('unknown' outside a git checkout), the CPU, the torch version."""
+    uncommitted changes ('unknown' outside a git checkout), the CPU, the torch version, and the
+    numerics in force (portable: the same bits on every x86 CPU; components/numerics.py)."""
     commit = source_commit()
     return {
         "commit": commit.rstrip("+") if commit else "unknown",
         "clean": not commit.endswith("+") if commit else "unknown",
         "cpu": cpu(),
         "torch": torch.__version__,
+        "numerics": numerics.state(),
     }
 
 

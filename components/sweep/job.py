@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import components.numerics as numerics
 from components.commands import tool_command, tool_env
 from components.outputs.checkpoint import CHECKPOINT
 from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec, SeedGroupSpec
@@ -186,6 +187,10 @@ def _subprocess(job: Job, args: list[str], lock_fd: int) -> subprocess.Completed
     job.log.parent.mkdir(parents=True, exist_ok=True)
     threads = str(job.threads)
     env = tool_env({**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    # numerics are set before the tool's process loads torch: a portable run's, or a build's
+    mode = getattr(job.spec, "numerics", numerics.PORTABLE if job.spec.tool == "collect" else None)
+    if mode is not None:
+        env = numerics.child_env(mode, env)
     env["COLUMNS"] = "200"
     with open(job.log, "a", encoding="utf-8") as log:
         log.write(f"$ tools/{job.spec.tool}.py {' '.join(args)}\n")

@@ -92,7 +92,9 @@ def run_study(
     }
     jobs = [
         Job(
-            AnalyzeSpec(f"analyze-{name}", str(out / "runs" / name), names, study.plugins),
+            AnalyzeSpec(
+                f"analyze-{name}", str(out / "runs" / name), names, study.plugins, study.numerics
+            ),
             str(out),
             study.threads_per_run,
             str(Path.cwd()),

@@ -8,7 +8,9 @@
     bindings = ["loop.steps = 6000"]            # optional: --gin_param for every run
     plugins = []                                 # optional: --plugin for every run
     retries = 1                                  # optional: re-runs of a run that died
-    threads_per_run = 1                          # optional: torch threads of each run
+    numerics = "portable"                        # optional: portable (default: the same bits
+                                                 # on every x86 CPU, one thread) or free
+    threads_per_run = 1                          # optional: torch threads of each run (free)
     seeds_per_process = 1                        # optional: K > 1 trains each K seeds of a
                                                  # recipe in one process (tools/run.py --seeds)
     dataset_shards = 0                           # optional: build each env's dataset in K
@@ -68,6 +70,7 @@ class AnalyzeSpec:
     run_dir: str
     analyses: tuple[str, ...]
     plugins: tuple[str, ...] = ()  # the study's plugins: an analysis may be one of theirs
+    numerics: str = "portable"  # the study's: analyses compute with the runs' numerics
     tool = "analyze"
 
     def run_args(self) -> list[str]:
@@ -89,11 +92,12 @@ class RunSpec:
     bindings: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
     variant: str = ""
+    numerics: str = "portable"
     tool = "run"
 
     def run_args(self) -> list[str]:
         args = ["--recipe", self.recipe, "--env", self.env, "--scale", self.scale]
-        args += ["--seed", str(self.seed)]
+        args += ["--seed", str(self.seed), "--numerics", self.numerics]
         args += ["--label", self.variant] if self.variant else []
         for binding in self.bindings:
             args += ["--gin_param", binding]
@@ -111,6 +115,10 @@ class SeedGroupSpec:
     name: str
     members: tuple[RunSpec, ...]
     tool = "run"
+
+    @property
+    def numerics(self) -> str:
+        return self.members[0].numerics
 
     def run_args(self) -> list[str]:
         """`tools/run.py` arguments that start the group (the job adds `--out`)."""
@@ -135,6 +143,7 @@ class Study:
     bindings: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
     retries: int = 1
+    numerics: str = "portable"
     threads_per_run: int = 1
     seeds_per_process: int = 1
     dataset_shards: int = 0
@@ -171,6 +180,7 @@ class Study:
                 bindings=(*self.bindings, *self.shard_bindings(), *extra),
                 plugins=self.plugins,
                 variant=variant,
+                numerics=self.numerics,
             )
             for env in self.envs
             for variant, extra in variants.items()
@@ -227,6 +237,7 @@ class Study:
             "bindings": list(self.bindings),
             "plugins": list(self.plugins),
             "retries": self.retries,
+            "numerics": self.numerics,
             "threads_per_run": self.threads_per_run,
             "seeds_per_process": self.seeds_per_process,
             "dataset_shards": self.dataset_shards,
@@ -241,6 +252,7 @@ OPTIONAL = {
     "bindings": list,
     "plugins": list,
     "retries": int,
+    "numerics": str,
     "threads_per_run": int,
     "seeds_per_process": int,
     "dataset_shards": int,
@@ -294,6 +306,15 @@ def load_study(path: Path) -> Study:
         )
     if raw.get("retries", 1) < 0 or raw.get("threads_per_run", 1) < 1:
         raise StudyError(f"{path}: `retries` must be ≥ 0 and `threads_per_run` ≥ 1")
+    mode = raw.get("numerics", "portable")
+    if mode not in ("portable", "free"):
+        raise StudyError(f"{path}: `numerics` {mode!r}: expected 'portable' or 'free'")
+    if mode == "portable" and raw.get("threads_per_run", 1) != 1:
+        raise StudyError(
+            f"{path}: `threads_per_run` = {raw['threads_per_run']} with portable numerics, which "
+            "run one thread per process (a thread count changes the bits): drop it, or set "
+            "numerics = 'free'"
+        )
     if raw.get("seeds_per_process", 1) < 1:
         raise StudyError(f"{path}: `seeds_per_process` must be ≥ 1 (1: one run per process)")
     if raw.get("dataset_shards", 0) < 0 or raw.get("dataset_shards", 0) == 1:
@@ -324,6 +345,7 @@ def load_study(path: Path) -> Study:
         bindings=tuple(raw.get("bindings", ())),
         plugins=tuple(raw.get("plugins", ())),
         retries=raw.get("retries", 1),
+        numerics=mode,
         threads_per_run=raw.get("threads_per_run", 1),
         seeds_per_process=raw.get("seeds_per_process", 1),
         dataset_shards=raw.get("dataset_shards", 0),

@@ -1,20 +1,15 @@
 """Nothing changes in what runs unless a change says so: the tiny-scale metrics of every Table 1
 row, a baseline (Batch PEARL), a successor (CSRO) and three FOCAL++ seeds trained together equal
-the values recorded in tests/data/tiny_runs.json (fp32, one thread; its `machine` field names
-the machine, `recorded_at` the commit each row was recorded at: bcefccb, before the library's
-redesign, for most; the rows with self-attention again when the joint-head attention kernel,
-components/encoders/token_attention.py, changed their float rounding).
+the values recorded in tests/data/tiny_runs.json, bit for bit, on every x86 CPU: the runs train
+with portable numerics (fp32, one thread, the kernels every x86 CPU shares: components/numerics.py,
+docs/NUMERICS.md) on the tiny dataset those numerics build, so no tolerance by CPU kind is needed
+or allowed. At this size even a 2% change of the target networks' Polyak rate moves the losses by
+only 1e-7 relative, so nothing looser could tell a changed computation from none. The file's
+`recorded_at` names the commit each row was recorded at, `machine` the CPU that recorded it.
 
-On a machine like the one that recorded them (the same CPU kind, PyTorch's CPU kernels and
-version: the file's `machine`) every number must be equal, bit for bit: at this size even a 2%
-change of the target networks' Polyak rate moves the losses by only 1e-7 relative, so nothing
-looser can tell a changed computation from none. Another CPU rounds differently (its SIMD width
-changes the order of float sums), so there the test allows a relative 1e-4 and catches only
-larger changes (another update order, another learning rate, another draw).
-
-A change that alters a row's arithmetic on purpose records that row again, on a machine like
-the file's, after showing at a real scale that its results did not move (as the joint-head
-attention did: results/performance/token_attention, docs/PERFORMANCE.md):
+A change that alters a row's arithmetic on purpose records that row again, after showing at a
+real scale that its results did not move (as the joint-head attention did:
+results/performance/token_attention, docs/PERFORMANCE.md):
 
     python -m tests.e2e.test_unchanged --record ROW [ROW ...] --commit SHORT_SHA"""
 
@@ -22,10 +17,9 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
-from tests.conftest import ROOT, cli
+from tests.conftest import ROOT, cli  # first: it sets portable numerics before numpy loads
 
 RECORDED_FILE = ROOT / "tests" / "data" / "tiny_runs.json"
 RECORDED = json.loads(RECORDED_FILE.read_text())
@@ -42,24 +36,13 @@ def numbers(record: dict) -> dict[str, float]:
     }
 
 
-def recording_machine() -> bool:
-    import components.machine as machine
-
-    here = machine.describe()
-    ours = {"cpu": machine.cpu(), "torch_cpu_capability": here["torch_cpu_capability"],
-            "torch": here["torch"]}  # fmt: skip
-    return ours == RECORDED["machine"]
-
-
-RTOL = 0.0 if recording_machine() else 1e-4
-
-
 def close(found: dict, expected: dict, where: str) -> None:
+    """Equal, bit for bit (NaN equal to NaN)."""
+    import numpy as np
+
     assert found.keys() == expected.keys(), f"{where}: {sorted(found.keys() ^ expected.keys())}"
     for key, value in expected.items():
-        np.testing.assert_allclose(
-            found[key], value, rtol=RTOL, atol=RTOL and 1e-6, err_msg=f"{where} {key}"
-        )
+        np.testing.assert_array_equal(found[key], value, err_msg=f"{where} {key}")
 
 
 def tiny_run(row: str, data_root, out) -> dict[str, dict]:
@@ -69,7 +52,7 @@ def tiny_run(row: str, data_root, out) -> dict[str, dict]:
     args = [
         *("--recipe", f"recipes/{recipe}.gin", "--env", "sparse_point_robot", "--scale", "tiny"),
         *("--gin_param", f"task_data.root = '{data_root}'"),
-        *("--gin_param", "loop.precision = 'fp32'"),
+        *("--gin_param", "loop.precision = 'fp32'", "--numerics", "portable"),
         *(("--seeds", "0-2") if seeds else ()),
         *("--out", str(out)),
     ]
@@ -107,12 +90,12 @@ def test_a_tiny_run_gives_the_numbers_it_gave_when_recorded(row, tiny_data, tmp_
 
 
 def record(rows: list[str], commit: str) -> None:
-    """Train `rows` again and write their values into the recorded file (on its machine only)."""
+    """Train `rows` again and write their values into the recorded file."""
     import tempfile
     from pathlib import Path
 
-    if not recording_machine():
-        raise SystemExit(f"record on a machine like the file's: {RECORDED['machine']}")
+    import components.machine as machine
+
     unknown = sorted(set(rows) - set(ROWS))
     if unknown:
         raise SystemExit(f"no recorded row {unknown}; recorded rows: {', '.join(ROWS)}")
@@ -120,6 +103,7 @@ def record(rows: list[str], commit: str) -> None:
         for row in rows:
             RECORDED["runs"].update(tiny_run(row, Path(tmp) / "data", Path(tmp) / row))
             RECORDED["recorded_at"][row] = commit
+    RECORDED["machine"] = {"cpu": machine.cpu(), "numerics": "portable"}
     staged = RECORDED_FILE.with_suffix(".tmp")
     staged.write_text(json.dumps(RECORDED, indent=1) + "\n")
     staged.replace(RECORDED_FILE)

@@ -25,24 +25,27 @@ def test_the_dataset_keeps_every_tasks_actor_at_every_checkpoint(tiny_dataset):
 
 
 def test_the_stored_actors_are_the_trained_ones(tiny_dataset, tmp_path, monkeypatch):
-    """Build the same dataset again, holding on to the behaviour SAC it trains: its actor at
-    the start and at the end equals the stored first and last checkpoints exactly (and the
-    rebuilt dataset keeps the same policies as the first build)."""
-    trained = []
+    """Build the same dataset again, holding on to the behaviour SACs it trains (one per block
+    of tasks): their actors at the start and at the end, side by side, equal the stored first
+    and last checkpoints exactly (and the rebuilt dataset keeps the same policies as the first
+    build)."""
+    trained = []  # (agent, its actor's weights at the start), one per block
     make = BehaviourSettings.agent
 
-    def keep(self, family, n_tasks):
-        trained.append(make(self, family, n_tasks))
-        trained.append({k: v.clone() for k, v in trained[-1].actor.state_dict().items()})
-        return trained[0]
+    def keep(self, family, tasks):
+        agent = make(self, family, tasks)
+        trained.append((agent, {k: v.clone() for k, v in agent.actor.state_dict().items()}))
+        return agent
 
     monkeypatch.setattr(BehaviourSettings, "agent", keep)
     again = build_tiny(tmp_path)
-    agent, start = trained
+    assert len(trained) == 2  # the default two blocks, built here one after the other
     for kept in (again.policies(), tiny_dataset.policies()):
-        for name, value in agent.actor.state_dict().items():
-            np.testing.assert_array_equal(kept.weights[name][0], start[name].numpy())
-            np.testing.assert_array_equal(kept.weights[name][-1], value.numpy())
+        for name in trained[0][0].actor.state_dict():
+            start = np.concatenate([s[name].numpy() for _, s in trained])
+            end = np.concatenate([a.actor.state_dict()[name].numpy() for a, _ in trained])
+            np.testing.assert_array_equal(kept.weights[name][0], start)
+            np.testing.assert_array_equal(kept.weights[name][-1], end)
 
 
 def test_a_behaviour_agent_acts_as_the_chosen_task_and_checkpoint(tiny_dataset):

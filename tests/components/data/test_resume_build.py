@@ -15,7 +15,8 @@ import gin
 import pytest
 
 from components.data.behaviour import Resume
-from components.data.build import ensure_dataset, partial_dir
+from components.data.blocks import block_dir, partial_dir
+from components.data.build import ensure_dataset
 from components.data.store import DatasetError
 from tests.conftest import ROOT
 
@@ -64,7 +65,7 @@ def test_a_killed_build_goes_on_to_the_same_bytes(tmp_path):
 
     killed = collect(tmp_path / "killed")
     path = tmp_path / "killed" / FAMILY / "checkpoints-s0"
-    state = partial_dir(path) / "state.pt"
+    state = partial_dir(block_dir(path, 0, 2)) / "state.pt"  # the first of two blocks
     while not state.exists() and killed.poll() is None:
         time.sleep(0.005)
     killed.send_signal(signal.SIGKILL)
@@ -78,7 +79,7 @@ def test_a_killed_build_goes_on_to_the_same_bytes(tmp_path):
     build(tmp_path / "killed", progress=lambda done, total: seen.append(done))
     assert 0 < stopped_at < 300 and seen[0] == stopped_at + 1  # went on, did not start over
     assert checksums(path) == checksums(tmp_path / "whole" / FAMILY / "checkpoints-s0")
-    assert not partial_dir(path).exists()  # the saved state goes once the dataset is written
+    assert not partial_dir(block_dir(path, 0, 2)).exists()  # the saved state goes once written
 
 
 def test_a_saved_state_of_other_settings_is_refused(tmp_path):

@@ -1,0 +1,144 @@
+"""Portable numerics: tiny builds equal the committed digests on whatever CPU runs the suite,
+however many processes build them and whatever the CPU's libraries would choose by themselves;
+too-late pinning and lost settings are refused with a message that says what to do."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components import numerics
+from tests.conftest import ROOT
+
+DIGESTS = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())["datasets"]
+
+
+def collect(env: str, out: Path, extra_env: dict[str, str] | None = None) -> str:
+    """`tools/collect.py --env ENV --scale tiny` in a process of its own; the content digest."""
+    tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
+    proc = subprocess.run(
+        [*tool, "--env", env, "--scale", "tiny", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "250", **(extra_env or {})},
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stdout.splitlines() if line.startswith('{"dataset"')]
+    return digest_of(json.loads(said[-1])["dataset"])
+
+
+def digest_of(path) -> str:
+    from components.data.store import load_dataset
+
+    return load_dataset(Path(path)).content_digest
+
+
+def test_the_suite_runs_with_portable_numerics():
+    state = numerics.state()
+    assert state["mode"] == numerics.PORTABLE, state
+    assert state["mkl_cbwr"] == "COMPATIBLE" and state["torch_cpu_capability"] == "AVX2"
+    assert state["numpy_dispatch"] == [] and state["torch_threads"] == 1
+
+
+@pytest.mark.parametrize("env", sorted(DIGESTS))
+def test_a_tiny_build_equals_its_committed_digest(env, tmp_path):
+    """One worker: the blocks one after the other in the tool's own process."""
+    assert collect(env, tmp_path, {numerics.WORKERS_ENV: "1"}) == DIGESTS[env]
+
+
+def test_blocks_built_side_by_side_give_the_same_bytes(tmp_path):
+    """Two worker processes (one per block) against the committed one-after-the-other digest."""
+    assert (
+        collect("walker_params", tmp_path, {numerics.WORKERS_ENV: "2"}) == DIGESTS["walker_params"]
+    )
+
+
+def test_what_the_cpu_would_choose_does_not_enter(tmp_path):
+    """The settings another CPU's libraries take by themselves (an AVX2-only CPU's MKL and
+    oneDNN kernels, two threads, numpy's AVX2 loops) are overridden by the pinned ones."""
+    other_cpu = {
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+        "OMP_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "AUTO",
+    }
+    assert collect("sparse_point_robot", tmp_path, other_cpu) == DIGESTS["sparse_point_robot"]
+
+
+def test_a_library_call_from_a_free_process_builds_with_portable_numerics(tmp_path):
+    """Python that loaded torch without the pinned settings (a notebook): its build runs in a
+    worker process that has them, and gives the committed bytes."""
+    script = (
+        "import torch, gin\n"
+        "from components import numerics\n"
+        "assert numerics.mode() == 'free', numerics.state()\n"
+        "import components.data.protocols, components.envs\n"
+        "from components.data.build import ensure_dataset\n"
+        "gin.parse_config_files_and_bindings(['recipes/scales/tiny.gin'], [])\n"
+        f"ds = ensure_dataset('sparse_point_robot', 'checkpoints', 0, root={str(tmp_path)!r},\n"
+        "                     tag='tiny')\n"
+        "print(ds.content_digest)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=numerics.child_env(numerics.FREE, {**os.environ, "OMP_NUM_THREADS": "2"}),
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-1] == DIGESTS["sparse_point_robot"]
+
+
+def test_pinning_after_torch_has_loaded_is_refused():
+    script = "import torch\nfrom components import numerics\nnumerics.pin()\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=numerics.child_env(numerics.FREE),
+        cwd=ROOT,
+    )
+    assert proc.returncode != 0
+    assert "portable numerics must be set before torch and numpy load" in proc.stderr
+    assert "components.numerics.pin() first thing" in proc.stderr
+
+
+def test_lost_settings_are_named():
+    """A process asked for portable numerics that runs otherwise says which setting is off."""
+    script = (
+        "from components import numerics\n"
+        "try:\n"
+        "    numerics.require('portable')\n"
+        "except numerics.NumericsError as e:\n"
+        "    print(e)\n"
+    )
+    env = numerics.child_env(numerics.PORTABLE)
+    env["ATEN_CPU_CAPABILITY"] = "default"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert "PyTorch's CPU kernels 'DEFAULT' (expected 'AVX2')" in proc.stdout, proc.stderr
+    with pytest.raises(numerics.NumericsError, match="numerics 'exact': expected one of"):
+        numerics.require("exact")
+
+
+def test_a_command_line_asks_for_its_mode(tmp_path):
+    assert numerics.requested(["--recipe", "r.gin", "--numerics", "free"]) == "free"
+    assert numerics.requested(["--numerics=portable"]) == "portable"
+    assert numerics.requested(["--recipe", "r.gin"]) is None
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"numerics": {"mode": "portable"}}))
+    assert numerics.resumed(["--resume", str(run), "--debug"]) == [str(run)]
+    assert numerics.recorded([str(run)]) == "portable"
+    assert numerics.recorded([str(tmp_path / "nothing")]) is None
