@@ -24,6 +24,9 @@ Sections (figures go to --figures DIR when given):
   collect  all Sparse-Point-Robot behaviour policies trained and their rollouts saved, from a
            clean store, against a few tasks trained one after another (extrapolated to all);
            dataset quality (mean returns of random / medium / expert)
+  numerics what portable numerics cost against free ones, each in processes of its own,
+           alternated: FOCAL's and FOCAL++'s fp32 step, and a short Sparse-Point-Robot build
+           (free in one piece; portable in blocks on workers; portable in one piece)
   gpu      (a) and (d) on a CUDA GPU in fp32, TF32 and bf16: ms / step, steps / s, peak GPU
            memory, hours per 100k steps, fraction of the GPU's matmul peak (needs CUDA; not in
            the default sections)
@@ -59,6 +62,7 @@ from rich.table import Table
 import components.envs  # noqa: F401  (registers the families)
 import components.machine as machine
 from components.benchmarks.limits import count_flops
+from components.benchmarks.numerics import bench_numerics
 from components.benchmarks.sections import SECTIONS as TRAINING_SECTIONS
 from components.data.behaviour import rollout
 from components.data.build import describe, ensure_dataset
@@ -292,6 +296,7 @@ SECTIONS: dict[str, Callable[[bool, Path | None], list[dict]]] = {
     "env": lambda quick, figures_dir: bench_env(quick),
     "collect": lambda quick, figures_dir: bench_collect(quick),
     **TRAINING_SECTIONS,
+    "numerics": bench_numerics,
 }
 DEFAULT = [name for name in SECTIONS if name not in ("quality", "gpu")]
 

@@ -7,7 +7,8 @@ import sys
 
 from components import numerics
 
-numerics.pin()  # a dataset is built with portable numerics, set before torch loads
+# a dataset is built with portable numerics (unless --numerics free), set before torch loads
+numerics.pin_for_command(default=numerics.PORTABLE)
 
 from components.cli.collect import main  # noqa: E402
 

@@ -136,17 +136,8 @@ def choose(
     """The precision for a run that asked for `requested` ('fp32', 'bf16' or 'auto');
     `trial(precision)` measures the run's step in a precision and leaves its state as it was.
     `bf16_units`: whether the CPU has them (default: read from the CPU's flags)."""
-    portable = device.type == "cpu" and numerics.mode() == numerics.PORTABLE
-    if portable and requested == "bf16":
-        raise RecipeError(
-            "loop.precision = 'bf16' with portable numerics: a bf16 step rounds by the CPU's "
-            "bf16 units, so it gives other bits on other CPUs; use 'fp32' (or 'auto'), or "
-            "--numerics free"
-        )
     if requested != AUTO:
         return PrecisionChoice(requested, requested, "set by loop.precision")
-    if portable:
-        return PrecisionChoice("fp32", AUTO, "portable numerics: fp32, the same bits on every CPU")
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls
     if device.type == "cuda" and not torch.cuda.is_bf16_supported():
@@ -222,6 +213,10 @@ def _read(path: Path) -> dict:
     return known if isinstance(known, dict) else {}
 
 
+def portable() -> bool:
+    return numerics.mode() == numerics.PORTABLE
+
+
 class StepPrecision:
     """A run's step precision (`loop.precision`): as asked, or for 'auto' settled by `choose`
     before the first step; `choice` goes into every checkpoint, so a resumed run keeps it."""
@@ -247,7 +242,17 @@ class StepPrecision:
         return time_step(learner, lambda: self.autocast(precision), step, seconds)
 
     def settle(self, learner, step: int) -> PrecisionChoice:
-        """The run's choice (kept where a resumed checkpoint brought one)."""
+        """The run's choice (kept where a resumed checkpoint brought one). With portable
+        numerics a step is fp32: a bf16 step rounds by the CPU's bf16 units."""
+        if self.choice is None and self.device.type == "cpu" and portable():
+            if self.requested == "bf16":
+                raise RecipeError(
+                    "loop.precision = 'bf16' with portable numerics: a bf16 step rounds by the "
+                    "CPU's bf16 units, so it gives other bits on other CPUs; use 'fp32' (or "
+                    "'auto'), or --numerics free"
+                )
+            reason = "portable numerics: fp32, the same bits on every CPU"
+            self.choice = PrecisionChoice("fp32", self.requested, reason)
         if self.choice is None:
             trial = lambda p: self.trial(learner, p, step)  # noqa: E731
             self.choice = choose(self.requested, self.device, learner.size_key(), trial)

@@ -67,6 +67,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--shard", help="I/K: build only shard I of K (then --merge K)")
     p.add_argument("--merge", type=int, metavar="K", help="merge the K built shards")
+    p.add_argument(
+        "--numerics",
+        choices=("portable", "free"),
+        default="portable",
+        help="portable (default): the same bytes on every x86 CPU; free: this machine's own "
+        "kernels and threads, in this process (other data; for timing against)",
+    )
     p.add_argument("--list", action="store_true", help="list the cached datasets")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
@@ -165,7 +172,9 @@ def execute(args: argparse.Namespace) -> int:
                 index, count = _shard(args.shard)
                 path = build_shard(family, protocol, seed, index, count, **place, progress=progress)
             else:
-                dataset = ensure_dataset(family, protocol, seed, **place, progress=progress)
+                dataset = ensure_dataset(
+                    family, protocol, seed, **place, progress=progress, numerics=args.numerics
+                )
         if args.shard:
             out.print(json.dumps({"shard": f"{index}/{count}", "path": str(path)}))
             return 0

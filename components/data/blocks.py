@@ -106,14 +106,15 @@ class Block:
     header: dict[str, Any]
     config: str = ""
     modules: tuple[str, ...] = field(default=())
+    numerics: str = numerics.PORTABLE
 
 
 def build_block(block: Block, progress: Progress | None = None) -> None:
-    """Build `block` and write it to `block.target` (unless it is there), with portable
-    numerics in force (refused otherwise)."""
+    """Build `block` and write it to `block.target` (unless it is there), with its numerics in
+    force (portable ones are refused where they do not hold)."""
     if block.target.exists():
         return
-    state = numerics.require(numerics.PORTABLE)
+    state = numerics.require(block.numerics)
     builder = get("dataset", block.protocol)()
     family = get("env", block.family)(seed=block.seed)
     collected = builder.build(
@@ -153,9 +154,12 @@ def build_in_blocks(
     progress: Progress | None = None,
     workers: int | None = None,
     load: Callable[[Path], Dataset],
+    mode: str = numerics.PORTABLE,
 ) -> None:
     """Build the dataset at `path` in `blocks` blocks on `workers` processes (default: one
-    per core), then join them into `path`; `load(dir)` reads and checks a finished block."""
+    per core), then join them into `path`; `load(dir)` reads and checks a finished block.
+    `mode` 'free' builds here, one block after the other, with this process's own kernels and
+    threads: data of this machine only (for timing the portable build against it)."""
     if blocks > n_tasks:
         raise DatasetError(
             f"behaviour_sac.blocks = {blocks}, but {family_name} has {n_tasks} tasks: expected "
@@ -174,12 +178,15 @@ def build_in_blocks(
             tasks=block_tasks(n_tasks, i, blocks) if blocks > 1 else None,
             target=path if blocks == 1 else block_dir(path, i, blocks),
             header=header,
+            numerics=mode,
         )
         for i in range(blocks)
     ]
     todo = [job for job in jobs if not job.target.exists()]
     try:
-        if min(workers, len(todo)) <= 1 and numerics.mode() == numerics.PORTABLE:
+        if mode == numerics.FREE or (
+            min(workers, len(todo)) <= 1 and numerics.mode() == numerics.PORTABLE
+        ):
             for job in todo:  # here, one after the other: nothing to start
                 build_block(job, _offset(progress, jobs, job))
         elif todo:

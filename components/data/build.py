@@ -43,12 +43,14 @@ def ensure_dataset(
     tag: str | None = None,
     scale: str | None = None,
     family: EnvFamily | None = None,
+    numerics: str = "portable",
 ) -> Dataset:
     """Load the cached dataset, or build, store and load it.
 
     `tag` names a variant built with other settings (a directory of its own); `scale` is
     recorded in the rebuild command; `family` is the reader's family (built from the registry
-    with `seed` if not given), which the manifest must agree with.
+    with `seed` if not given), which the manifest must agree with. `numerics` 'free' builds in
+    this process with its own kernels (data of this machine only; components/numerics.py).
     """
     root = Path(root) if root is not None else cache_root()
     path = dataset_dir(root, family_name, protocol, seed, tag)
@@ -60,7 +62,19 @@ def ensure_dataset(
     with build_lock(path):
         if path.exists():  # another process built it while this one waited
             return cached(path, builder, family_name, family)
-        _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root)
+        header = dataset_header(family_name, family, protocol, seed, None, tag, scale, root)
+        build_in_blocks(
+            path,
+            family_name,
+            protocol,
+            seed,
+            len(family.all_tasks()),
+            header,
+            blocks_of(builder),
+            progress=progress,
+            load=lambda part: cached(part, builder, family_name, family),
+            mode=numerics,
+        )
         return cached(path, builder, family_name, family)
 
 
@@ -122,22 +136,6 @@ def build_lock(path: Path, part: str = ""):
         if created and not any(p.is_file() for p in root.rglob("*") if p.parent != locks):
             shutil.rmtree(root, ignore_errors=True)
         raise
-
-
-def _build(path, family_name, family, protocol, seed, builder, progress, tag, scale, root) -> None:
-    """Build in the protocol's blocks, each in a process of portable numerics (blocks.py)."""
-    header = dataset_header(family_name, family, protocol, seed, None, tag, scale, root)
-    build_in_blocks(
-        path,
-        family_name,
-        protocol,
-        seed,
-        len(family.all_tasks()),
-        header,
-        blocks_of(builder),
-        progress=progress,
-        load=lambda part: cached(part, builder, family_name, family),
-    )
 
 
 def dataset_header(family_name, family, protocol, seed, collected, tag, scale, root) -> dict:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+import components.numerics as numerics
 from components.data.behaviour import Progress
 from components.data.blocks import partial_dir, write_collected
 from components.data.build import build_lock, cached, dataset_header
@@ -129,6 +130,7 @@ def build_shard(
         )
         header["rebuild"] = shard_rebuild(family_name, protocol, seed, count, tag, scale, root)
         header["shard"] = {"index": index, "count": count, "tasks": tasks}
+        header["numerics"] = numerics.state()
         write_collected(target, header, collected)
         shutil.rmtree(partial_dir(target), ignore_errors=True)
     return target
@@ -182,6 +184,7 @@ def merge_shards(
         )
         header["rebuild"] = shard_rebuild(family_name, protocol, seed, count, tag, scale, root)
         header["built_in_shards"] = count
+        header["numerics"] = shards[0].manifest.get("numerics")
         write_collected(path, header, merged)
         shutil.rmtree(parts[0].parent)
     return cached(path, builder, family_name, family)

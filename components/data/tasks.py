@@ -14,10 +14,12 @@ import gin
 import numpy as np
 import torch
 
+import components.numerics as numerics
 from components.data.build import ensure_dataset
 from components.data.returns import dataset_returns
 from components.data.sampler import TensorSampler
 from components.data.shards import load_merged
+from components.data.store import DatasetError
 from components.outputs.progress import progress_lines
 from components.runtime import resolve_device
 from registry import RunContext, get, register
@@ -85,6 +87,7 @@ class TaskData:
             self.dataset = ensure_dataset(
                 self.family_name, protocol, seed, progress=_dataset_progress(), **where
             )
+        check_portable_data(self.dataset)
         self.generator = torch.Generator().manual_seed(run.seed)
         self.train = TensorSampler(
             self.dataset.quality(quality),
@@ -149,6 +152,21 @@ def bound(name: str, default: Any = None) -> Any:
     except (ValueError, KeyError):
         return default
     return default if value is None else value
+
+
+def check_portable_data(dataset) -> None:
+    """A run of portable numerics trains on data built with them: data of one machine would
+    give its numbers on that machine only."""
+    if numerics.mode() != numerics.PORTABLE:
+        return
+    built = (dataset.manifest.get("numerics") or {}).get("mode", "unrecorded")
+    if built != numerics.PORTABLE:
+        raise DatasetError(
+            f"{dataset.path} was built with {built} numerics (this machine's own kernels), and "
+            "this run has portable ones, which need data built the same on every CPU: build it "
+            "into another store (task_data.root, or tools/collect.py --out) or delete it to "
+            "rebuild, or run with --numerics free"
+        )
 
 
 def _dataset_progress():

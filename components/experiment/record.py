@@ -119,6 +119,7 @@ def dataset_record(algorithm: Any) -> dict[str, Any]:
             "tag": tag,
             "manifest_sha256": dataset.digest,
             "content_sha256": dataset.content_digest,
+            "numerics": (dataset.manifest.get("numerics") or {}).get("mode", "unrecorded"),
         }
     }
 

@@ -142,3 +142,38 @@ def test_a_command_line_asks_for_its_mode(tmp_path):
     assert numerics.resumed(["--resume", str(run), "--debug"]) == [str(run)]
     assert numerics.recorded([str(run)]) == "portable"
     assert numerics.recorded([str(tmp_path / "nothing")]) is None
+
+
+def test_a_portable_run_records_its_numerics_and_trains_in_fp32(tiny_data, tmp_path):
+    from tests.conftest import cli
+
+    run = tmp_path / "run"
+    common = ["--recipe", "recipes/focal.gin", "--scale", "tiny", "--numerics", "portable"]
+    common += ["--gin_param", f"task_data.root = '{tiny_data}'"]
+    r = cli("run", *common, "--gin_param", "loop.precision = 'auto'", "--out", str(run))
+    assert r.returncode == 0, r.stderr
+    record = json.loads((run / "run.json").read_text())
+    assert record["numerics"]["mode"] == "portable" and record["dataset"]["numerics"] == "portable"
+    assert record["precision"]["precision"] == "fp32"
+    assert record["precision"]["reason"].startswith("portable numerics")
+    bf16 = ["--gin_param", "loop.precision = 'bf16'", "--out", str(tmp_path / "bf16")]
+    r = cli("run", *common, *bf16)
+    assert r.returncode == 2 and "'bf16' with portable numerics" in r.stderr
+    assert not (tmp_path / "bf16").exists()
+
+
+def test_a_portable_run_refuses_data_of_one_machine(tiny_data, tmp_path):
+    """Data built with free numerics (tools/collect.py --numerics free) are this machine's
+    only: a portable run says so instead of training on them."""
+    from tests.conftest import cli
+
+    store = tmp_path / "store"
+    tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
+    args = ["--env", "sparse_point_robot", "--scale", "tiny", "--numerics", "free"]
+    free = numerics.child_env(numerics.FREE)
+    proc = subprocess.run([*tool, *args, "--out", str(store)], env=free, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    args = ["--recipe", "recipes/focal.gin", "--scale", "tiny", "--numerics", "portable"]
+    args += ["--gin_param", f"task_data.root = '{store}'", "--out", str(tmp_path / "run")]
+    r = cli("run", *args)
+    assert r.returncode == 2 and "built with free numerics" in r.stderr, r.stderr

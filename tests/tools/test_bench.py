@@ -18,6 +18,14 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
     assert report["machine"]["torch_threads"] >= 1 and "bf16_units" in report["machine"]
     rows = {row["family"]: row for row in report["sections"]["env"]}
     assert len(rows) >= 6
+    costs = {row["config"]: row for row in report["sections"]["numerics"]}
+    for row in ("focal", "focalpp"):
+        step = costs[f"step {row}, fp32, cpu scale"]
+        assert step["portable_ms"] > 0 and step["free_ms"] > 0
+        assert step["portable_vs_free"] == pytest.approx(step["portable_ms"] / step["free_ms"])
+    builds = [row for name, row in costs.items() if name.startswith("build: ")]
+    assert len(builds) == 3 and all(row["seconds"] > 0 for row in builds)
+    assert costs["build: free, one piece"]["vs_free_build"] == 1.0
     for row in rows.values():
         assert row["single_steps_per_s"] > 0 and row["batched_sync_steps_per_s"] > 0
     assert "batched_async_steps_per_s" in rows["walker_params"]

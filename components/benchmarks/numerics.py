@@ -1,0 +1,148 @@
+"""The `numerics` section of tools/bench.py: what portable numerics cost, against free ones.
+
+Numerics are a property of a process (set before torch loads, components/numerics.py), so each
+measurement runs in a process of its own, the two kinds alternated round after round so that a
+change in the machine's speed reaches both alike; every figure is a ratio within one sitting.
+
+- step: one fp32 training step of FOCAL and of FOCAL++ at the CPU scale (median ms), free (the
+  machine's fastest kernels, all its cores as torch threads: how `tools/run.py` trains by
+  default) against portable (one thread, the kernels every x86 CPU shares);
+- build: the same short Sparse-Point-Robot build (`tools/collect.py`, timed as a whole
+  command), free in one piece on all cores against portable in its two blocks on one worker
+  process per core (how a build runs now), and portable in one piece on one worker (the
+  numerics alone, without the blocks' parallelism).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import components.machine as machine
+import components.numerics as numerics
+from components.benchmarks.tables import table as _table
+
+ROOT = Path(__file__).resolve().parents[2]
+STEP_ROWS = ("focal", "focalpp")
+
+
+def step_times(quick: bool) -> dict[str, float]:
+    """In the measuring process: median ms per fp32 step of each of STEP_ROWS."""
+    from components.benchmarks.training import StepConfig, build_trainer, step_ms
+
+    scale = "tiny" if quick else "cpu"
+    trainers = {row: build_trainer(StepConfig(row, f"{row}.gin", scale)) for row in STEP_ROWS}
+    block = 2 if quick else 30
+    for trainer in trainers.values():
+        step_ms(trainer, 2, 1, 2, 5.0)  # warm-up
+    return {row: step_ms(trainer, 0, 3, block, 60.0) for row, trainer in trainers.items()}
+
+
+def _env(mode: str) -> dict[str, str]:
+    """A measuring process's environment: portable, or free with torch's own thread count."""
+    env = numerics.child_env(mode)
+    if mode == numerics.FREE:
+        env.pop("OMP_NUM_THREADS", None)
+        env.pop("MKL_NUM_THREADS", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _measure_steps(mode: str, quick: bool) -> dict[str, float]:
+    script = (
+        "import json\nfrom components.benchmarks.numerics import step_times\n"
+        f"print(json.dumps(step_times({quick})))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_env(mode), cwd=ROOT
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {mode} step measurement failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+BUILDS = {  # name: (numerics, extra bindings)
+    "free, one piece": (numerics.FREE, ("behaviour_sac.blocks = 1",)),
+    "portable, two blocks on workers": (numerics.PORTABLE, ()),
+    "portable, one piece, one worker": (numerics.PORTABLE, ("behaviour_sac.blocks = 1",)),
+}
+
+
+def _measure_build(name: str, quick: bool) -> float:
+    """Seconds of the whole `tools/collect.py` command (this benchmark times the real command)."""
+    mode, extra = BUILDS[name]
+    scale, steps = ("tiny", ()) if quick else ("cpu", ("behaviour_sac.env_steps = 1500",))
+    bindings = [a for b in (*steps, *extra) for a in ("--gin_param", b)]
+    with tempfile.TemporaryDirectory() as store:
+        args = ["--env", "sparse_point_robot", "--scale", scale, "--out", store]
+        began = time.perf_counter()
+        tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
+        proc = subprocess.run(
+            [*tool, *args, *bindings, "--numerics", mode],
+            capture_output=True,
+            text=True,
+            env=_env(mode),
+            cwd=ROOT,
+        )
+        seconds = time.perf_counter() - began
+    if proc.returncode != 0:
+        raise RuntimeError(f"the build '{name}' failed: {proc.stderr[-2000:]}")
+    return seconds
+
+
+def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
+    rounds = 1 if quick else 3
+    steps: dict[str, list[dict[str, float]]] = {numerics.FREE: [], numerics.PORTABLE: []}
+    builds: dict[str, list[float]] = {name: [] for name in BUILDS}
+    for _ in range(rounds):
+        for mode, kept in steps.items():
+            kept.append(_measure_steps(mode, quick))
+        for name, kept in builds.items():
+            kept.append(_measure_build(name, quick))
+    cpu = machine.summary()
+    rows = []
+    for row in STEP_ROWS:
+        free = float(np.median([r[row] for r in steps[numerics.FREE]]))
+        pinned = float(np.median([r[row] for r in steps[numerics.PORTABLE]]))
+        rows.append(
+            {
+                "config": f"step {row}, fp32, cpu scale",
+                "free_ms": free,
+                "portable_ms": pinned,
+                "portable_vs_free": pinned / free,
+                "rounds": rounds,
+                "machine": cpu,
+            }
+        )
+    free_build = float(np.median(builds["free, one piece"]))
+    for name, kept in builds.items():
+        rows.append(
+            {
+                "config": f"build: {name}",
+                "seconds": float(np.median(kept)),
+                "seconds_rounds": kept,
+                "vs_free_build": float(np.median(kept)) / free_build,
+                "rounds": rounds,
+                "machine": cpu,
+            }
+        )
+    _table(
+        f"numerics: portable against free, {rounds} alternated rounds ({cpu})",
+        rows,
+        {
+            "config": "{config}",
+            "free ms": "{free_ms:.1f}",
+            "portable ms": "{portable_ms:.1f}",
+            "portable ÷ free": "{portable_vs_free:.2f}",
+            "build s": "{seconds:.1f}",
+            "÷ free build": "{vs_free_build:.2f}",
+        },
+    )
+    return rows
