@@ -28,6 +28,7 @@ import numpy as np
 import components.machine as machine
 import components.numerics as numerics
 from components.benchmarks.tables import table as _table
+from components.commands import tool_command
 
 ROOT = Path(__file__).resolve().parents[2]
 STEP_ROWS = ("focal", "focalpp")
@@ -76,16 +77,16 @@ BUILDS = {  # name: (numerics, extra bindings)
 
 
 def _measure_build(name: str, quick: bool) -> float:
-    """Seconds of the whole `tools/collect.py` command (this benchmark times the real command)."""
+    """Seconds of the whole `tools/collect.py` command, as a process of its own (this
+    benchmark times the real command: its start, the workers it starts, the build)."""
     mode, extra = BUILDS[name]
     scale, steps = ("tiny", ()) if quick else ("cpu", ("behaviour_sac.env_steps = 1500",))
     bindings = [a for b in (*steps, *extra) for a in ("--gin_param", b)]
     with tempfile.TemporaryDirectory() as store:
         args = ["--env", "sparse_point_robot", "--scale", scale, "--out", store]
         began = time.perf_counter()
-        tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
         proc = subprocess.run(
-            [*tool, *args, *bindings, "--numerics", mode],
+            tool_command("collect", [*args, *bindings, "--numerics", mode]),
             capture_output=True,
             text=True,
             env=_env(mode),

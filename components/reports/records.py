@@ -62,8 +62,9 @@ COLUMNS = (*CHOICES, *PROVENANCE, "machine", "final", "last_three", "train_secon
 SCORES = ("final", "last_three", "train_seconds")
 ROW = ("recipe", "label", "env", "scale")  # the runs of one row share one configuration
 # run.json's keys a record keeps besides COLUMNS (the rest, e.g. each binding's source, is in
-# the run directory only); `recovered`: how a line made before PROVENANCE got its fields
-KEPT = ("trained_with_seeds", "analyses", "recovered")
+# the run directory only); `recovered`: how a line made before PROVENANCE got its fields;
+# `numerics`: portable or free (docs/NUMERICS.md; a line without it trained free)
+KEPT = ("trained_with_seeds", "analyses", "recovered", "numerics")
 
 
 def is_records(path: Path) -> bool:

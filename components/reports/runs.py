@@ -148,6 +148,32 @@ def check_same_data(runs: list[dict]) -> None:
             )
 
 
+def numerics_of(run: dict) -> str:
+    """'portable' or 'free' (a run recorded before numerics were trained free)."""
+    found = run.get("numerics")
+    return found.get("mode", "free") if isinstance(found, dict) else "free"
+
+
+def check_same_numerics(runs: list[dict]) -> None:
+    """Runs of one environment and scale set side by side with portable and with free numerics
+    are the same computation only on the CPU the free ones ran on (docs/NUMERICS.md): say so."""
+    by_place: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        by_place[(run["env"], run["scale"])][numerics_of(run)].append(Path(run["dir"]).name)
+    for (env, scale), modes in sorted(by_place.items()):
+        if len(modes) > 1:
+            seen = "; ".join(
+                f"{mode}: {len(dirs)} run{'s' * (len(dirs) != 1)} ({', '.join(dirs[:3])}"
+                f"{', …' if len(dirs) > 3 else ''})"
+                for mode, dirs in sorted(modes.items())
+            )
+            err.print(
+                f"warning: the runs of {env} ({scale}) mix numerics ({escape(seen)}): a free "
+                "run's bits are its CPU's own, a portable run's the same on every x86 CPU, so "
+                "their rows compare the same computation only on the free runs' CPU"
+            )
+
+
 def groups(runs: list[dict]) -> Groups:
     """Runs by (env, scale, recipe), sorted; a labelled run's recipe reads `stem (label)`."""
     grouped: Groups = defaultdict(list)
@@ -170,6 +196,7 @@ def read_runs(paths: Sequence[Path]) -> tuple[Groups, list[str]]:
     grouped = groups(runs)
     check_distinct_seeds(grouped)
     check_same_data(runs)
+    check_same_numerics(runs)
     for run in runs:  # the meta-tests' logs (curves, last meta-tests): damaged fails first
         if "metrics" not in run:  # a compact record's runs come with theirs
             run["metrics"] = read_metrics(run["dir"])

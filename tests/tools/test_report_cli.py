@@ -394,3 +394,21 @@ def test_orders_read_from_the_last_three_meta_tests(tiny_data, tmp_path):
     row = next(line for line in result.stdout.splitlines() if line.startswith(prefix))
     point = float(re.findall(r"[-\d.]+", row.strip("|").split("|")[7])[0])
     assert point == pytest.approx(p, abs=0.005)
+
+
+def test_rows_of_portable_and_free_numerics_side_by_side_are_flagged(tiny_runs, tmp_path):
+    """A run of free numerics (its CPU's own bits) beside portable ones: the report says the
+    rows compare the same computation only on that CPU, and counts each kind."""
+    runs = [tiny_runs / "focal-s0", tiny_runs / "focalpp_batchwise-s0"]
+    same = cli("report", *map(str, runs))
+    assert same.returncode == 0 and "mix numerics" not in same.stderr, same.stderr
+    other = tmp_path / "focalpp_batchwise-s1"
+    shutil.copytree(tiny_runs / "focalpp_batchwise-s1", other)
+    record = json.loads((other / "run.json").read_text())
+    assert record["numerics"]["mode"] == "portable"  # the suite runs with portable numerics
+    del record["numerics"]  # as a run recorded before numerics were: it trained free
+    (other / "run.json").write_text(json.dumps(record))
+    mixed = cli("report", *map(str, runs), str(other))
+    assert mixed.returncode == 0, mixed.stderr
+    warning = " ".join(mixed.stderr.split())
+    assert "mix numerics (free: 1 run (focalpp_batchwise-s1); portable: 2 runs" in warning

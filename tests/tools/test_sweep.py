@@ -245,6 +245,7 @@ def test_dataset_built_in_shards_before_the_runs(tmp_path):
         "tag": "tiny-shards2",
         "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(),
         "content_sha256": load_dataset(manifest.parent).content_digest,
+        "numerics": "portable",
     }
 
 
