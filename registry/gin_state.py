@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import gin.config
@@ -71,3 +72,35 @@ def search_path() -> list[str]:
     """The directories gin searches for included files, in order: the live list (gin has no
     public way to put one first or to take it away again)."""
     return gin.config._LOCATION_PREFIXES
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """gin's parsed configuration as a value: every (scope, selector) and its arguments, the
+    imports the parsed files made, and gin's record of what was built while composing (the
+    experiment's choices). `restore()` makes it gin's whole state again."""
+
+    config: tuple[tuple[Key, tuple[tuple[str, Any], ...]], ...]
+    imports: tuple[Any, ...]
+    built: tuple[tuple[Key, tuple[tuple[str, Any], ...]], ...] = ()
+
+    def restore(self) -> None:
+        gin.clear_config()
+        for key, params in self.config:
+            gin.config._CONFIG[key] = dict(params)
+        gin.config._IMPORTS.update(self.imports)
+        for key, values in self.built:
+            gin.config._OPERATIVE_CONFIG[key] = dict(values)
+
+
+def snapshot() -> Snapshot:
+    """The configuration parsed so far, copied out of gin."""
+
+    def frozen(table) -> tuple:
+        return tuple((key, tuple(params.items())) for key, params in table.items())
+
+    return Snapshot(
+        frozen(gin.config._CONFIG),
+        tuple(gin.config._IMPORTS),
+        frozen(gin.config._OPERATIVE_CONFIG),
+    )

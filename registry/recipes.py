@@ -60,7 +60,12 @@ def default_recipes_dir() -> Path:
 
 @dataclass(frozen=True)
 class Composition:
-    """A parsed configuration: what was read, in order, and the experiment it describes."""
+    """A parsed configuration as a value: what was read, in order, the experiment it describes,
+    and gin's whole configuration with each binding's file and line (`config`, `provenance`).
+
+    gin holds one configuration per process; a composition keeps its own, so any number of
+    them coexist and `apply()` makes one gin's configuration again right before it is built
+    (`components.experiment.train` does): composing another in between changes nothing."""
 
     recipe: Path
     sources: tuple[str, ...]
@@ -68,6 +73,17 @@ class Composition:
     overridden: tuple[str, ...] = ()  # the row's bindings that a column or scale file changed
     bindings: tuple[str, ...] = ()  # the extra bindings asked for (`--gin_param`), as given
     plugins: tuple[str, ...] = ()  # the plugins imported first, as given
+    config: gin_state.Snapshot | None = None
+    provenance: tuple = ()  # usage.sources_snapshot(): each binding's history
+
+    def apply(self) -> None:
+        """Make this composition gin's configuration (and the bindings' sources) again."""
+        if self.config is None:  # made by hand: whatever gin holds is taken as it
+            return
+        for plugin in self.plugins:
+            load_plugin(plugin)
+        self.config.restore()
+        usage.restore_sources(self.provenance)
 
 
 def compose(
@@ -130,6 +146,8 @@ def compose(
         overridden_row_bindings(recipes_dir),
         tuple(bindings),
         tuple(plugins),
+        gin_state.snapshot(),
+        usage.sources_snapshot(),
     )
 
 

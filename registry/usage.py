@@ -52,6 +52,19 @@ def clear_sources() -> None:
     _HISTORY.clear()
 
 
+def sources_snapshot() -> tuple[tuple[tuple[str, str, str], tuple[Source, ...]], ...]:
+    """Every binding's history so far, as a value (a composition keeps it)."""
+    return tuple((key, tuple(history)) for key, history in _HISTORY.items())
+
+
+def restore_sources(saved: tuple[tuple[tuple[str, str, str], tuple[Source, ...]], ...]) -> None:
+    """Make `saved` (a `sources_snapshot()`) the bindings' sources again."""
+    clear_sources()
+    for key, history in saved:
+        for source in history:
+            record(key, source)
+
+
 def record(key: tuple[str, str, str], source: Source) -> None:
     """`key` = (scope, complete selector, argument); a later binding of it replaces the earlier."""
     _SOURCES[key] = source

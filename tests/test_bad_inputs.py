@@ -697,6 +697,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "no_such_encoder",
     ),
     "unknown parameter": (binding("focal.no_such_arg = 1"), "no_such_arg"),
+    "run with unknown numerics": (
+        run_flags("--numerics", "exact"),
+        "argument --numerics: invalid choice: 'exact'",
+    ),
+    "portable run with bf16 steps": (
+        run_flags("--numerics", "portable", "--gin_param", "loop.precision = 'bf16'"),
+        "loop.precision = 'bf16' with portable numerics",
+    ),
     "wrong type in binding": (
         binding("loop.steps = 'many'"),
         "loop.steps = 'many': expected int",
@@ -1191,6 +1199,39 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "nope",
     ),
     "collect: unknown env": (collect("--env", "nowhere"), "nowhere"),
+    "collect: more blocks than tasks": (
+        collect("--env", "sparse_point_robot", "--gin_param", "behaviour_sac.blocks = 101"),
+        "behaviour_sac.blocks = 101, but sparse_point_robot has 100 tasks: expected 1 ≤ blocks",
+    ),
+    "collect: no blocks": (
+        collect("--env", "sparse_point_robot", "--gin_param", "behaviour_sac.blocks = 0"),
+        "behaviour_sac.blocks = 0",
+    ),
+    "collect: blocks of a conditioned learner": (
+        collect(
+            "--env",
+            "walker_params",
+            "--gin_param",
+            "behaviour_sac.learner = 'conditioned'",
+            "--gin_param",
+            "behaviour_sac.blocks = 2",
+        ),
+        "behaviour_sac.blocks = 2 with learner = 'conditioned'",
+    ),
+    "collect: unknown numerics": (
+        collect("--env", "sparse_point_robot", "--numerics", "exact"),
+        "argument --numerics: invalid choice: 'exact'",
+    ),
+    "collect: build workers not a number": (
+        lambda w, c: (
+            "collect",
+            ["--env", "sparse_point_robot", "--scale", "tiny", "--out", str(c / "store")],
+            [c / "store"],
+            [],
+            {"FOCALPP_BUILD_WORKERS": "two"},
+        ),
+        "$FOCALPP_BUILD_WORKERS = 'two': expected a whole number ≥ 1",
+    ),
     "collect: a published Meta-World split beyond the draw's 50 variations": (
         collect("--env", "ml1pub_push", "--gin_param", "ml1pub_push.test_variations = 45"),
         "40 train + 45 test variations = 85, but one ML1 draw has 50",
@@ -1226,6 +1267,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "study not TOML": (study("name = = 'x'\n"), "not valid TOML"),
     "study with an unknown key": (study(GOOD_STUDY + "sedes = [1]\n"), "unknown key(s) sedes"),
+    "study with unknown numerics": (
+        study(GOOD_STUDY + 'numerics = "exact"\n'),
+        "`numerics` 'exact': expected 'portable' or 'free'",
+    ),
+    "study with threads per run under portable numerics": (
+        study(GOOD_STUDY + "threads_per_run = 2\n"),
+        "`threads_per_run` = 2 with portable numerics",
+    ),
     "study with a wrong type": (
         study(GOOD_STUDY.replace("seeds = [0]", 'seeds = "0"')),
         "`seeds` must be a list",

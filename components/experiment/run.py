@@ -105,6 +105,7 @@ def train(
     """Build the algorithm in `run_dirs` (fresh ones, or `records`' runs resumed; one per seed
     for seeds trained together), train it to the end and run its analyses; the caller holds
     the run directories' locks."""
+    comp.apply()  # its own configuration, whatever was composed since
     exp = comp.experiment
     resume = bool(records)
     seed_everything(seeds[0])
