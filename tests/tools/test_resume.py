@@ -245,3 +245,32 @@ def test_a_run_resumes_on_the_same_data_built_on_another_machine(tmp_path):
     rebuilt = tmp_path / "b" / "sparse_point_robot" / "checkpoints-s0-tiny" / "manifest.json"
     assert hashlib.sha256(rebuilt.read_bytes()).hexdigest() != recorded["manifest_sha256"]
     assert json.loads((run_dir / "run.json").read_text())["dataset"] == recorded
+
+
+def test_a_portable_run_resumed_from_a_free_shell_takes_its_numerics_again(
+    uninterrupted, tiny_data, tmp_path
+):
+    """Started with --numerics portable, killed, then `tools/run.py --resume` from a shell
+    with none of the pinned settings (and two threads): the tool reads the run's numerics from
+    run.json, pins them before torch loads, and ends where the uninterrupted run ended; asking
+    for other numerics is refused."""
+    from components import numerics
+
+    out = tmp_path / "killed"
+    proc = start_run([*flags(tiny_data), "--numerics", "portable", "--out", str(out)])
+    wait_for_step(out, 65, proc)
+    proc.kill()
+    proc.wait()
+    free = {**numerics.child_env(numerics.FREE), "OMP_NUM_THREADS": "2", "COLUMNS": "250"}
+    tool = [sys.executable, str(ROOT / "tools" / "run.py")]
+    other = subprocess.run(
+        [*tool, "--resume", str(out), "--numerics", "free"],
+        capture_output=True, text=True, env=free, cwd=ROOT,
+    )  # fmt: skip
+    assert other.returncode == 2 and "trained with portable numerics" in other.stderr
+    done = subprocess.run(
+        [*tool, "--resume", str(out)], capture_output=True, text=True, env=free, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "run.json").read_text())["numerics"]["mode"] == "portable"
+    assert final(out) == uninterrupted  # the suite's own runs are portable too
