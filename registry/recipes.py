@@ -151,6 +151,40 @@ def compose(
     )
 
 
+def compose_config(
+    config: str,
+    *,
+    recipe: str | Path,
+    sources: Sequence[str] = (),
+    seed: int | None = None,
+    bindings: Sequence[str] = (),
+    plugins: Sequence[str] = (),
+) -> Composition:
+    """A composition from a configuration as gin writes it (`gin.config_str()`, which a run
+    records): no recipe file is read, so a run is rebuilt as it was configured whatever became
+    of its files since. `recipe` and `sources` only name what it was composed from; `seed`
+    (one of several seeds trained together) and `bindings` (an analysis's own) are bound after."""
+    gin.clear_config()
+    usage.clear_sources()
+    for plugin in plugins:
+        load_plugin(plugin)
+    with gin_errors("the recorded configuration"):
+        gin.parse_config(config)
+    extra = [*([f"experiment.seed = {int(seed)}"] if seed is not None else []), *bindings]
+    if extra:
+        parse_bindings(extra, "the run's seed and extra bindings")
+    return Composition(
+        Path(recipe),
+        tuple(sources),
+        build_experiment(),
+        (),
+        tuple(bindings),
+        tuple(plugins),
+        gin_state.snapshot(),
+        usage.sources_snapshot(),
+    )
+
+
 def overridden_row_bindings(recipes_dir: Path) -> tuple[str, ...]:
     """The recipe's own bindings (its file and those it includes) whose value an environment
     column or scale file changed: later files win, so the row would silently not be the row it

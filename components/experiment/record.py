@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import gin
 import torch
 
 import components.numerics as numerics
@@ -46,6 +47,9 @@ def run_record(
         "sources": [portable_source(s) for s in comp.sources],
         "binding_sources": [binding.to_dict() for binding in provenance()],
         "analyses": list(exp.analyses),  # run at its end; --resume finishes them
+        # every binding parsed, as gin writes it: a resume or an analysis rebuilds the run from
+        # this, never from the recipe files (which may have changed since)
+        "config": gin.config_str(),
         **code_and_machine(),
         "machine": summary(),
         **configuration,

@@ -21,7 +21,7 @@ from components.outputs.console import out
 from components.outputs.run_dir import atomic_write_text
 from registry import Composition, FocalppError, RunContext, compose, default_recipes_dir
 from registry.constraints import check_seed
-from registry.recipes import build_algorithm
+from registry.recipes import build_algorithm, compose_config
 
 RECORDED = ("recipe", "env", "scale", "seed", "device")
 
@@ -137,7 +137,18 @@ def relocated_plugins(record: dict[str, Any], run_dir: Path, given: Sequence[str
 def compose_recorded(
     record: dict[str, Any], run_dir: Path, bindings: tuple[str, ...] = ()
 ) -> Composition:
-    """The run's configuration, composed again from its record (plus extra `bindings`)."""
+    """The run's configuration, rebuilt from its record (plus extra `bindings`): from the
+    configuration run.json keeps (`config`), so that editing or deleting a recipe file after
+    the run changes nothing; a run recorded before that composes its recipe files again."""
+    if isinstance(record.get("config"), str):
+        return compose_config(
+            record["config"],
+            recipe=record["recipe"],
+            sources=record.get("sources", ()),
+            seed=record["seed"],
+            bindings=bindings,
+            plugins=relocated_plugins(record, run_dir),
+        )
     return compose(
         recorded_recipe(record, run_dir),
         env=record["env"],

@@ -274,3 +274,32 @@ def test_a_portable_run_resumed_from_a_free_shell_takes_its_numerics_again(
     assert done.returncode == 0, done.stderr
     assert json.loads((out / "run.json").read_text())["numerics"]["mode"] == "portable"
     assert final(out) == uninterrupted  # the suite's own runs are portable too
+
+
+def test_a_recipe_edited_then_deleted_after_the_run_changes_nothing_rebuilt(
+    uninterrupted, tiny_data, tmp_path
+):
+    """run.json keeps the configuration the run was composed from: a resume after the recipe
+    file was edited ends where the uninterrupted run ended, and an analysis after it was
+    deleted measures the run as trained (the same as before the deletion)."""
+    recipe = tmp_path / "mine.gin"
+    recipe.write_text("include 'focalpp.gin'\n")
+    args = flags(tiny_data)
+    args[args.index("focalpp.gin")] = str(recipe)
+    out = tmp_path / "killed"
+    proc = start_run([*args, "--out", str(out)])
+    wait_for_step(out, 65, proc)
+    proc.kill()
+    proc.wait()
+    recipe.write_text("include 'focalpp.gin'\nattention_blocks.dropout = 0.5\n")  # edited
+    r = cli("run", "--resume", str(out), env=ONE_THREAD)
+    assert r.returncode == 0, r.stderr
+    assert final(out) == uninterrupted
+    measured = cli("analyze", str(out), "--analyses", "embedding_variance")
+    assert measured.returncode == 0, measured.stderr
+    before = json.loads((out / "analysis.json").read_text())["embedding_variance"]
+    recipe.unlink()
+    (out / "analysis.json").unlink()
+    again = cli("analyze", str(out), "--analyses", "embedding_variance")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((out / "analysis.json").read_text())["embedding_variance"] == before
