@@ -19,8 +19,10 @@ successors' recipes ask for the context grid).
 `--resume RUN_DIR` continues a run that was stopped (Ctrl-C, SIGTERM, a crash, a killed
 machine) from its last checkpoint, with the choices recorded in its run.json; a finished run is
 reported, and left alone but for the end-of-run analyses it asked for and has no result of
-(stopped while they ran: they run now). Where the run's recipe or plugin file has moved,
-`--recipe NEW_PATH` or `--plugin NEW_PATH` says where it is now. One process trains in a run
+(stopped while they ran: they run now). The run is rebuilt from the configuration its run.json
+keeps, whatever became of its recipe files since; where a plugin file (or, for a run recorded
+before run.json kept its configuration, the recipe) has moved, `--plugin NEW_PATH` or
+`--recipe NEW_PATH` says where it is now. One process trains in a run
 directory at a time: a run holds RUN_DIR/.lock while it trains, and a second resume of it is
 refused.
 

@@ -25,18 +25,16 @@ import numpy as np
 
 import components.numerics as numerics
 from components.data.behaviour import Progress
-from components.data.blocks import partial_dir, write_collected
+from components.data.blocks import concatenate, partial_dir, write_collected
 from components.data.build import build_lock, cached, dataset_header
 from components.data.protocols import Collected
 from components.data.store import (
     Dataset,
     DatasetError,
     Policies,
-    QualityData,
     cache_root,
     dataset_dir,
 )
-from components.transitions import FIELDS, Transitions
 from registry import get
 
 
@@ -212,19 +210,3 @@ def load_merged(
         )
     family = family if family is not None else get("env", family_name)(seed=seed)
     return cached(path, get("dataset", protocol)(), family_name, family)
-
-
-def concatenate(parts: list[QualityData]) -> QualityData:
-    """Stack per-task data along the task axis, padding each part to the longest task."""
-    n = max(p.transitions.obs.shape[1] for p in parts)
-
-    def stack(field: str) -> np.ndarray:
-        arrays = [getattr(p.transitions, field) for p in parts]
-        return np.concatenate(
-            [np.pad(a, [(0, 0), (0, n - a.shape[1])] + [(0, 0)] * (a.ndim - 2)) for a in arrays]
-        )
-
-    return QualityData(
-        Transitions(**{f: stack(f) for f in FIELDS}),
-        np.concatenate([p.length for p in parts]),
-    )
