@@ -1,20 +1,25 @@
 """The named parts of a training step, for the step profile (`tools/bench.py --sections
 profile`).
 
-A training step marks its parts with `with part("critic"):`. Outside a profile the marker is
-a `nullcontext` (no work, nothing for a compiled step to trace); inside `parts_recorded()` it
-is a profiler range, and `by_part` attributes each range's own time (its time less that of the
-parts nested in it) and every ATen operation launched inside it to the innermost part.
+A training step marks its parts with `with part("critic"):`, or a method with
+`@profiled("critic")` (so that the step itself reads as its algorithm). Outside a profile the
+marker is a `nullcontext` (no work, nothing for a compiled step to trace); inside
+`parts_recorded()` it is a profiler range, and `by_part` attributes each range's own time (its
+time less that of the parts nested in it) and every ATen operation launched inside it to the
+innermost part.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
+F = TypeVar("F", bound=Callable)
 _recording = False
 OTHER = "rest of the step"  # what no marked part covers (Python between the parts, the loop)
 
@@ -22,6 +27,20 @@ OTHER = "rest of the step"  # what no marked part covers (Python between the par
 def part(name: str):
     """A context that names a part of the step while a profile records, else does nothing."""
     return torch.profiler.record_function(name) if _recording else nullcontext()
+
+
+def profiled(name: str) -> Callable[[F], F]:
+    """Mark every call of the decorated function as the step's part `name` (`part`)."""
+
+    def mark(function: F) -> F:
+        @functools.wraps(function)
+        def marked(*args, **kwargs):
+            with part(name):
+                return function(*args, **kwargs)
+
+        return marked  # type: ignore[return-value]
+
+    return mark
 
 
 @contextmanager

@@ -35,7 +35,7 @@ from components.encoders.ema import EMAEncoder
 from components.encoders.encoded import diagnostics
 from components.objectives.dml import FocalDML
 from components.objectives.embeddings import TaskEmbeddings
-from components.profiling import part
+from components.profiling import part, profiled
 from components.rl.brac import BRAC
 from components.seeds import SeedStreams, check_seed_batching, stack_modules
 from components.transitions import Transitions
@@ -203,21 +203,46 @@ class FocalTrainer(ContextLearner):
             return self._train_step()
 
     def _train_step(self) -> dict[str, torch.Tensor]:
-        with part("context sampling"):
-            tasks = self.sample_tasks(self.sizes.meta_batch, replace=self.tasks_with_replacement)
+        tasks = self.sample_meta_batch()
         if self.reference is not None:  # a reference row: given z, only the actor-critic learns
             return self.agent.update(self.sample_rl(tasks), self.reference.train[tasks.flatten()])
-        with part("context sampling"):
-            context = self.sample_context(tasks)  # 1. query (and key) task vectors
-        with part("query encoder"):
-            query = self.encoder(self.layout.tensor(context))
-        key = None
-        if self.key_encoder is not None:
-            with part("context sampling"):
-                key_context = self.sample_context(tasks)
-            with part("key encoder"):
-                key = self.key_encoder(self.layout.tensor(key_context))
-        embeddings = TaskEmbeddings(
+        context = self.sample_context(tasks)  # 1. query (and key) task vectors
+        query = self.encode_query(context)
+        key = self.encode_key(tasks) if self.key_encoder is not None else None
+        # 2. the representation objective (and the encoder's own terms) -> the encoder's gradient
+        representation = self.representation(self.embeddings(tasks, context, query, key), query)
+        self.encoder_backward(representation)
+        z = query.mean.detach() if self.detach_z else query.mean  # 3. the actor-critic
+        rl = self.agent.update(self.sample_rl(tasks), z)
+        self.encoder_step()  # after the update: with detach_z=False the Q loss adds to it
+        if self.key_encoder is not None:  # 4. the key encoder follows (EMA)
+            self.follow_query()
+        return {**{k: v.detach() for k, v in representation.items()}, **rl}
+
+    # --- the step's parts, each marked for the step profile (components/profiling.py) ---------
+    @profiled("context sampling")
+    def sample_meta_batch(self) -> torch.Tensor:
+        return self.sample_tasks(self.sizes.meta_batch, replace=self.tasks_with_replacement)
+
+    @profiled("context sampling")
+    def sample_context(self, tasks: torch.Tensor) -> Transitions:
+        return super().sample_context(tasks)
+
+    @profiled("RL batch sampling")
+    def sample_rl(self, tasks: torch.Tensor) -> Transitions:
+        return super().sample_rl(tasks)
+
+    @profiled("query encoder")
+    def encode_query(self, context: Transitions):
+        return self.encoder(self.layout.tensor(context))
+
+    @profiled("key encoder")
+    def encode_key(self, tasks: torch.Tensor):
+        """The key encoder's embeddings of an independent context batch of the same tasks."""
+        return self.key_encoder(self.layout.tensor(self.sample_context(tasks)))
+
+    def embeddings(self, tasks, context, query, key) -> TaskEmbeddings:
+        return TaskEmbeddings(
             query=query.per_transition,
             query_mean=query.mean,
             task=tasks.flatten(),  # [K·T] for K seeds, seed-major
@@ -228,29 +253,31 @@ class FocalTrainer(ContextLearner):
             encode=self.encode_transitions,
             relabel=self.relabel_transitions,
         )
-        # 2. the representation objective (and the encoder's own terms) -> the encoder's gradient
-        with part("objective"):
-            representation = dict(self.objective(embeddings)) if self.objective is not None else {}
-            representation.update(query.losses)
+
+    @profiled("objective")
+    def representation(self, embeddings: TaskEmbeddings, query) -> dict[str, torch.Tensor]:
+        """The objective's named terms and the encoder's own, and the gate's and z's health."""
+        terms = dict(self.objective(embeddings)) if self.objective is not None else {}
+        terms.update(query.losses)
         with part("metrics"):
-            representation.update(diagnostics(query, len(self.seeds)))  # the gate's and z's health
-        terms = [v for k, v in representation.items() if k.startswith("loss_")]
+            terms.update(diagnostics(query, len(self.seeds)))
+        return terms
+
+    @profiled("encoder backward")
+    def encoder_backward(self, representation: dict[str, torch.Tensor]) -> None:
         with part("optimiser steps"):
             self.encoder_opt.zero_grad(set_to_none=True)
-        with part("encoder backward"):
-            if terms:  # one value per seed for K seeds: their sum trains each on its own
-                sum(terms).sum().backward(retain_graph=not self.detach_z)
-        z = query.mean.detach() if self.detach_z else query.mean  # 3. the actor-critic
-        with part("RL batch sampling"):
-            rl_batch = self.sample_rl(tasks)
-        rl = self.agent.update(rl_batch, z)
-        with part("optimiser steps"):
-            self.encoder_opt.step()  # after the update: with detach_z=False the Q loss adds to it
-        if self.key_encoder is not None:  # 4. the key encoder follows (EMA)
-            with part("target and EMA updates"):
-                self.key_encoder.update(self.encoder)
-        with part("metrics"):
-            return {**{k: v.detach() for k, v in representation.items()}, **rl}
+        terms = [v for k, v in representation.items() if k.startswith("loss_")]
+        if terms:  # one value per seed for K seeds: their sum trains each on its own
+            sum(terms).sum().backward(retain_graph=not self.detach_z)
+
+    @profiled("optimiser steps")
+    def encoder_step(self) -> None:
+        self.encoder_opt.step()
+
+    @profiled("target and EMA updates")
+    def follow_query(self) -> None:
+        self.key_encoder.update(self.encoder)
 
     def encode_transitions(self, transitions: Transitions) -> torch.Tensor:
         """The query encoder's per-transition embeddings [T, N, Z] of transitions [T, N, ·]
