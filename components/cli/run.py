@@ -37,7 +37,6 @@ directories continues them together.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -49,11 +48,13 @@ from rich.table import Table
 import components.numerics as numerics
 import components.reports.contracts  # noqa: F401  (the analyses' and sections' contracts)
 from components.contracts import check
-from components.evaluation.analyses import check_names
+from components.evaluation.analyses import check_names, scalars
+from components.experiment.lifecycle import check_numerics, continue_runs
+from components.experiment.lifecycle import finish_analyses as finish
 from components.experiment.resume import check_one_recipe, recorded_run
-from components.experiment.run import Finished, run, run_analyses, train
+from components.experiment.run import Finished, run
 from components.outputs.console import err, out, run_tool
-from components.outputs.run_dir import pending_analyses, run_lock
+from components.outputs.run_dir import pending_analyses
 from components.outputs.run_record import compose_recorded, portable
 from registry import Composition, FocalppError, compose, get
 from registry.constraints import check_seed
@@ -95,21 +96,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p.parse_args(argv)
-
-
-def check_numerics(asked: str | None, records: list[dict], dirs: list[Path]) -> None:
-    """A run goes on with the numerics it started with (others would give other bits than the
-    run never stopped), and this process must have them."""
-    modes = {(r.get("numerics") or {}).get("mode", numerics.FREE) for r in records}
-    if len(modes) > 1:
-        raise FocalppError(f"the runs {', '.join(map(str, dirs))} trained with different numerics")
-    (mode,) = modes
-    if asked is not None and asked != mode:
-        raise FocalppError(
-            f"--numerics {asked}: {dirs[0]} trained with {mode} numerics, and a run goes on with "
-            f"its own (drop --numerics)"
-        )
-    numerics.require(mode)
 
 
 def parse_seeds(spec: str) -> tuple[int, ...]:
@@ -228,25 +214,22 @@ def execute(args: argparse.Namespace) -> int:
     if not records:  # a new run, as the library runs one
         label, root = args.label or "", args.runs_root
         return show_result(run(comp, args.out, seeds=args.seeds, label=label, runs_root=root))
-    with contextlib.ExitStack() as locks:
-        for d in dirs:
-            locks.enter_context(run_lock(d))
-        if all((d / "eval.json").is_file() for d in dirs):  # finished by the locks' holders
-            return max(show_finished(d) for d in dirs)
-        seeds = tuple(r["seed"] for r in records)
-        finished = train(comp, dirs, seeds=seeds, grouped=len(dirs) > 1, records=records)
-        return show_result(finished)
+    finished = continue_runs(comp, dirs, records)  # as the library's `resume` goes on
+    if finished is None:  # finished by another process while this one waited for it
+        return max(show_finished(d) for d in dirs)
+    return show_result(finished)
 
 
 def finish_analyses(run_dir: Path, plugins: Sequence[str]) -> None:
-    """The end-of-run analyses a finished run asked for and has no result of: its process
-    was stopped while they ran (eval.json is written before them)."""
+    """The end-of-run analyses a finished run asked for and has no result of, run now (its
+    process was stopped while they ran), each one's scalars printed."""
     pending = pending_analyses(run_dir)
     if not pending:
         return
     out.print(escape(f"{run_dir}: running the analyses it has no result of: {', '.join(pending)}"))
-    with run_lock(run_dir, doing="analyse"):
-        run_analyses(run_dir, pending, plugins)
+    results = finish(run_dir, plugins)
+    for name in pending:
+        out.print(escape(f"{name}: {scalars(results[name])}"))
 
 
 def show_finished(run_dir: Path) -> int:

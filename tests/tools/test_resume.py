@@ -303,3 +303,22 @@ def test_a_recipe_edited_then_deleted_after_the_run_changes_nothing_rebuilt(
     again = cli("analyze", str(out), "--analyses", "embedding_variance")
     assert again.returncode == 0, again.stderr
     assert json.loads((out / "analysis.json").read_text())["embedding_variance"] == before
+
+
+def test_the_library_resume_continues_a_killed_run_exactly(uninterrupted, tiny_data, tmp_path):
+    """`from components.experiment import resume` does what `tools/run.py --resume` does: a
+    SIGKILLed run goes on to the uninterrupted run's metrics, bit for bit; then it is finished,
+    and `load` gives its trained algorithm."""
+    from components.experiment import load, resume
+
+    out = tmp_path / "killed"
+    proc = start_run([*flags(tiny_data), "--out", str(out)])
+    wait_for_step(out, 65, proc)
+    proc.kill()
+    proc.wait()
+    finished = resume(out)
+    assert finished is not None and finished.run_dirs == (out,)
+    assert final(out) == uninterrupted
+    assert resume(out) is None  # nothing left to train
+    trained = load(out)
+    assert hasattr(trained, "train_step")
