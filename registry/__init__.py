@@ -10,6 +10,7 @@ See docs/ARCHITECTURE.md.
 """
 
 from registry.catalog import Argument, CatalogEntry, catalog
+from registry.columns import default_recipes_dir
 from registry.core import Entry, entries, entry_of, get, names, register
 from registry.errors import (
     DuplicateComponentError,
@@ -23,7 +24,7 @@ from registry.errors import (
 from registry.experiment import Experiment, RunContext
 from registry.kinds import KINDS
 from registry.plugins import load_plugin
-from registry.recipes import Composition, compose, default_recipes_dir, operative_config
+from registry.recipes import Composition, compose, operative_config
 
 __all__ = [
     "KINDS",

@@ -156,8 +156,8 @@ def run_row(
     """Compose a shipped (or given) recipe at the tiny scale and run it in-process, as
     tools/run.py does; returns (metrics, algorithm); with train=False only builds it and
     returns (None, algorithm)."""
+    from components.experiment.build import build_algorithm
     from registry import RunContext, compose, default_recipes_dir
-    from registry.recipes import build_algorithm
     from registry.usage import check_used
 
     comp = compose(

@@ -208,15 +208,13 @@ def copied_run(world: World, case: Path, *, drop: tuple[str, ...] = ()) -> Path:
     return run_dir
 
 
-def edited_recipe(world: World, case: Path) -> Path:
-    """A run stopped after its last checkpoint, whose recipe file was edited since."""
-    recipe = case / "row.gin"
-    recipe.write_text(world.recipe.read_text())
-    run_dir = case / "run"
-    r = cli("run", "--recipe", str(recipe), "--scale", "tiny", "--out", str(run_dir))
-    assert r.returncode == 0, r.stderr
-    (run_dir / "eval.json").unlink()
-    recipe.write_text(world.recipe.read_text() + "meta_test.curve = True\n")
+def edited_configuration(world: World, case: Path) -> Path:
+    """A run stopped after its last checkpoint, whose recorded configuration (run.json's
+    `config`, what a resume rebuilds it from) was edited since."""
+    run_dir = copied_run(world, case, drop=("eval.json",))
+    record = json.loads((run_dir / "run.json").read_text())
+    record["config"] += "\nmeta_test.curve = True\n"
+    (run_dir / "run.json").write_text(json.dumps(record))
     return run_dir
 
 
@@ -995,7 +993,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "no checkpoint.pt",
     ),
     "resume of a corrupted checkpoint": (resume(garbage_checkpoint), "is damaged"),
-    "resume after the recipe changed": (resume(edited_recipe), "different configuration"),
+    "resume after the recorded configuration was edited": (
+        resume(edited_configuration),
+        "different configuration",
+    ),
     "resume of a run another process is training": (
         resume(held_run),
         "another process is training it",

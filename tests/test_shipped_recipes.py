@@ -8,7 +8,7 @@ from gin import config_parser
 from components.reports.metaworld import REFERENCES
 from components.reports.paper import ROWS
 from registry import compose, default_recipes_dir
-from registry.recipes import COLUMN_FOLDERS, columns
+from registry.columns import COLUMN_FOLDERS, columns
 
 
 def test_columns_exist():

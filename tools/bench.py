@@ -74,7 +74,8 @@ from components.outputs.console import run_tool
 from components.outputs.run_dir import atomic_write_text, make_dirs
 from components.transitions import Transitions
 from registry import default_recipes_dir, get, names
-from registry.recipes import compose_columns, env_group
+from registry.columns import env_group
+from registry.recipes import compose_columns
 
 console = Console(highlight=False)
 

@@ -26,11 +26,11 @@ from rich.markup import escape
 from rich.table import Table
 
 import components
+from components.experiment.build import HANDED
 from components.outputs.console import err, out, run_tool
 from registry import CatalogEntry, FocalppError, catalog, entries, get, load_plugin
 from registry.catalog import describe
 from registry.core import check_kind
-from registry.recipes import HANDED
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

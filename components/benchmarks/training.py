@@ -13,8 +13,8 @@ from pathlib import Path
 import gin
 
 from components.benchmarks.limits import count_flops, synchronize
+from components.experiment.build import build_algorithm
 from registry import RunContext, compose, default_recipes_dir
-from registry.recipes import build_algorithm
 
 # The FOCAL reference's Sparse-Point-Robot configuration: meta-batch 16 tasks, RL batch 256,
 # context batch 1024, latent 20, networks 3 × 256, encoder 3 × 200. (The reference code itself,

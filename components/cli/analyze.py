@@ -33,7 +33,8 @@ from rich.markup import escape
 import components.reports.contracts  # noqa: F401  (the analyses' and sections' contracts)
 from components.contracts import check
 from components.evaluation.analyses import NAMES as ANALYSES  # registers them
-from components.evaluation.analyses import analyse, check_names, scalars
+from components.evaluation.analyses import check_names, scalars
+from components.experiment.trained import analyse
 from components.outputs.console import out, run_tool
 from registry import FocalppError, get, load_plugin
 

@@ -1,9 +1,7 @@
 """Importing this module registers every analysis of a trained run (kind `analysis`);
 `analyse` runs some on a run directory and merges their results into its analysis.json."""
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import components.evaluation.attention_weights
 import components.evaluation.context_grid
@@ -13,12 +11,8 @@ import components.evaluation.ood_context
 import components.evaluation.task_vectors
 import components.evaluation.training_trend
 import components.evaluation.tsne  # noqa: F401
-from components.outputs.run_dir import ANALYSIS, atomic_write_text
-from components.outputs.run_record import load_trained
 from registry import RecipeError, entries, get
-from registry.recipes import parse_bindings
 from registry.usage import bindings_outside
-from registry.validation import check_bindings
 
 NAMES = (
     "embedding_variance",
@@ -54,35 +48,6 @@ def check_reach(names: Sequence[str]) -> None:
             + f"\nThe run was rebuilt from its record before they were read; bindings of "
             f"tools/analyze.py configure the analyses it runs ({', '.join(names)})"
         )
-
-
-def analyse(
-    run_dir: Path, names: Sequence[str], bindings: Sequence[str] = (), plugins: Sequence[str] = ()
-) -> dict:
-    """Rebuild a finished run from its record and checkpoint, run `names` on it and merge
-    their results into run_dir/analysis.json (written after each); figures go to
-    run_dir/figures/. `plugins`: where the run's plugin files are now, if they moved."""
-    trained = load_trained(run_dir, plugins)
-    parse_bindings(list(bindings), GIVEN)  # the run's own were read as `--gin_param`
-    check_bindings()
-    check_reach(names)
-    figures = run_dir / "figures"
-    created = not figures.exists()
-    figures.mkdir(exist_ok=True)
-    path = run_dir / ANALYSIS
-    results = json.loads(path.read_text()) if path.is_file() else {}
-    try:
-        for name in names:
-            analysis = get("analysis", name)()
-            results[name] = analysis(trained, figures)
-            atomic_write_text(path, json.dumps(results, indent=1))
-    except BaseException:
-        if created and not any(figures.iterdir()):  # nothing drawn: leave no empty folder
-            figures.rmdir()
-        raise
-    finally:
-        trained.loop.meta_test.close()
-    return results
 
 
 def scalars(result: dict) -> dict:

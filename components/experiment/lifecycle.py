@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import components.numerics as numerics
-from components.evaluation.analyses import analyse as _analyse
 from components.experiment.resume import check_one_recipe, recorded_run
 from components.experiment.run import Finished, train
+from components.experiment.trained import analyse as _analyse
+from components.experiment.trained import load_trained
 from components.outputs.run_dir import pending_analyses, run_lock
-from components.outputs.run_record import compose_recorded, load_trained
+from components.outputs.run_record import compose_recorded
 from registry import Composition, FocalppError
 
 

@@ -16,7 +16,7 @@ from components.outputs.run_record import (
     relocated_plugins,
 )
 from registry import FocalppError, default_recipes_dir
-from registry.recipes import find_recipe
+from registry.columns import find_recipe
 
 
 def recorded_run(

@@ -17,9 +17,11 @@ import torch
 from rich.markup import escape
 
 from components.contracts import check
-from components.evaluation.analyses import analyse, scalars
+from components.evaluation.analyses import scalars
+from components.experiment.build import build_algorithm
 from components.experiment.record import configuration_record, run_record, seed_config
 from components.experiment.resume import check_dataset
+from components.experiment.trained import analyse
 from components.outputs.checkpoint import CHECKPOINT
 from components.outputs.console import err, out
 from components.outputs.run_dir import (
@@ -30,7 +32,6 @@ from components.outputs.run_dir import (
     run_name,
 )
 from registry import Composition, FocalppError, RunContext
-from registry.recipes import build_algorithm
 from registry.usage import check_used
 from registry.validation import shadowed_bindings
 

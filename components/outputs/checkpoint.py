@@ -193,9 +193,9 @@ def check_fingerprint(state: dict[str, Any], fingerprint: str, path: Path) -> No
     legacy = config_fingerprint(legacy_config_str())
     if state.get("config_fingerprint") not in (fingerprint, legacy):
         raise CheckpointError(
-            f"{path} was written under a different configuration: the recipe files or "
-            "bindings changed since the run started. Resume with the same recipe, or start a "
-            "new run"
+            f"{path} was written under a different configuration: the configuration run.json "
+            "keeps (or, for a run recorded before it kept one, the recipe files or bindings) "
+            "changed since the run started. Resume the run as it was recorded, or start a new run"
         )
 
 

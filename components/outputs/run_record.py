@@ -11,17 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from components.outputs.checkpoint import (
-    CHECKPOINT,
-    check_fingerprint,
-    config_fingerprint,
-    load_checkpoint,
-)
-from components.outputs.console import out
 from components.outputs.run_dir import atomic_write_text
-from registry import Composition, FocalppError, RunContext, compose, default_recipes_dir
+from registry import Composition, FocalppError, compose, default_recipes_dir
 from registry.constraints import check_seed
-from registry.recipes import build_algorithm, compose_config
+from registry.recipes import compose_config
 
 RECORDED = ("recipe", "env", "scale", "seed", "device")
 
@@ -158,29 +151,3 @@ def compose_recorded(
         bindings=[*record.get("bindings", []), *bindings],
         plugins=relocated_plugins(record, run_dir),
     )
-
-
-def load_trained(run_dir: Path, plugins: Sequence[str] = ()):
-    """The algorithm of a run with its checkpoint's networks (the last meta-test's, for a
-    finished run): built from the recorded configuration, which must match the checkpoint's.
-    `plugins`: where the run's plugin files are now, if they moved (`relocated_plugins`)."""
-    run_dir = Path(run_dir)
-    record = read_run_record(run_dir, doing="analyse")
-    record = {**record, "plugins": relocated_plugins(record, run_dir, plugins)}
-    exp = compose_recorded(record, run_dir).experiment
-    context = RunContext(
-        env=exp.env, scale=exp.scale, seed=exp.seed, run_dir=run_dir, device=exp.device
-    )
-    algorithm = build_algorithm(exp, context)
-    if not hasattr(algorithm, "load_weights"):
-        raise FocalppError(f"algorithm {exp.algorithm_name} of {run_dir} cannot load a checkpoint")
-    state = load_checkpoint(run_dir)
-    if "config_fingerprint" not in state:
-        out.print(
-            f"note: {run_dir}'s checkpoint predates configuration fingerprints; it is read "
-            "with the recipe files as they are now"
-        )
-    else:
-        check_fingerprint(state, config_fingerprint(), run_dir / CHECKPOINT)
-    algorithm.load_weights(state)
-    return algorithm

@@ -32,8 +32,8 @@ from typing import Any
 import tomllib
 
 from registry import FocalppError, RecipeError, default_recipes_dir, get, load_plugin
+from registry.columns import check_group_member, column_file, find_recipe
 from registry.constraints import check_seed
-from registry.recipes import check_group_member, column_file, find_recipe
 
 
 class StudyError(FocalppError):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from components.reports.paper import ROWS
-from registry.recipes import columns
+from registry.columns import columns
 from tests.conftest import run_row
 
 # Every row on the point-robot columns; on the MuJoCo columns FOCAL and FOCAL++ (the other

@@ -9,6 +9,7 @@ import shutil
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components.experiment.build import build_algorithm
 from registry import RunContext, compose, default_recipes_dir
 from registry.provenance import (
     built_parts,
@@ -16,7 +17,6 @@ from registry.provenance import (
     effective_bindings,
     recorded_config_check,
 )
-from registry.recipes import build_algorithm
 
 
 def built(recipe, data, run_dir, *, seed=0, bindings=(), recipes_dir=None):

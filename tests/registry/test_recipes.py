@@ -8,7 +8,7 @@ import toy_components
 
 from registry import FocalppError, RecipeError, compose, get, operative_config
 from registry.experiment import experiment
-from registry.recipes import build
+from registry.gin_errors import build
 from tests.conftest import DATA
 
 

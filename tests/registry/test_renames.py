@@ -10,7 +10,7 @@ import pytest
 from components.outputs.checkpoint import check_fingerprint, config_fingerprint
 from registry import RecipeError, gin_state, renames
 from registry.catalog import bindable_arguments
-from registry.recipes import parse_bindings, parse_file
+from registry.parsing import parse_bindings, parse_file
 from registry.renames import RENAMED, legacy_config_str
 from tests.conftest import DATA, run_row
 

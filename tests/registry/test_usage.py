@@ -8,7 +8,9 @@ import gin
 import pytest
 
 from registry import RecipeError, RunContext, compose
-from registry.recipes import _search_paths, build, default_recipes_dir, parse_file
+from registry.columns import default_recipes_dir
+from registry.gin_errors import build
+from registry.parsing import _search_paths, parse_file
 from registry.usage import check_used, unused_bindings
 from tests.conftest import DATA
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from components.experiment.trained import load_trained
 from components.outputs.checkpoint import load_checkpoint
-from components.outputs.run_record import load_trained
 from tests.conftest import cli
 from tests.tools.test_resume import ONE_THREAD, start_run, wait_for_step
 

@@ -16,8 +16,8 @@ SEEDS = (0, 1, 2)
 
 def built(recipe, tiny_data, run_dir, *extra, seed=0, seeds=()):
     """A trainer built as tools/run.py builds it (not run)."""
+    from components.experiment.build import build_algorithm
     from registry import RunContext, compose, default_recipes_dir
-    from registry.recipes import build_algorithm
 
     comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=seed, device="cpu",
                    bindings=[f"task_data.root = '{tiny_data}'", *TINY, *extra],
@@ -117,8 +117,8 @@ def test_a_part_without_a_seed_batched_form_is_named(tiny_data, tmp_path):
 
 def grouped(recipe, tiny_data, root, seeds, *bindings):
     """K seeds trained together to the end, each in its own run directory."""
+    from components.experiment.build import build_algorithm
     from registry import RunContext, compose, default_recipes_dir
-    from registry.recipes import build_algorithm
 
     comp = compose(recipe, env="sparse_point_robot", scale="tiny", seed=seeds[0], device="cpu",
                    bindings=[f"task_data.root = '{tiny_data}'", *bindings],
@@ -176,8 +176,8 @@ def test_a_seed_gone_non_finite_stops_alone(tiny_data, tmp_path, capsys):
     """Seed 1's policy weights set to NaN before training: seed 1 stops at the first record,
     named, keeping no eval.json; seed 0 trains on exactly as its single run (its numbers never
     depend on another seed's)."""
+    from components.experiment.build import build_algorithm
     from registry import RunContext, compose, default_recipes_dir
-    from registry.recipes import build_algorithm
 
     for recipe in ("focal.gin", "focalpp_contrastive.gin"):
         root = tmp_path / recipe
