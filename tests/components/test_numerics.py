@@ -177,3 +177,37 @@ def test_a_portable_run_refuses_data_of_one_machine(tiny_data, tmp_path):
     args += ["--gin_param", f"task_data.root = '{store}'", "--out", str(tmp_path / "run")]
     r = cli("run", *args)
     assert r.returncode == 2 and "built with free numerics" in r.stderr, r.stderr
+
+
+def test_a_killed_build_leaves_no_worker_behind(tmp_path):
+    """SIGKILL the build while its two workers train: they end with it (none builds on)."""
+    import signal
+    import time
+
+    tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
+    args = ["--env", "point_robot_wind", "--out", str(tmp_path)]
+    args += ["--gin_param", "behaviour_sac.env_steps = 20000"]  # minutes: killed long before
+    env = {**os.environ, numerics.WORKERS_ENV: "2"}
+    build = subprocess.Popen([*tool, *args], env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    children = Path(f"/proc/{build.pid}/task/{build.pid}/children")
+    workers: list[int] = []
+    while len(workers) < 3 and build.poll() is None:  # the two workers and the resource tracker
+        workers = [int(p) for p in children.read_text().split()]
+        time.sleep(0.05)
+    time.sleep(1.0)  # the workers are past their start-up
+    build.send_signal(signal.SIGKILL)
+    build.wait()
+    for _ in range(200):  # up to 10 s for the kernel to end them
+        alive = [p for p in workers if Path(f"/proc/{p}").exists() and _running(p)]
+        if not alive:
+            break
+        time.sleep(0.05)
+    assert not alive, f"workers {alive} outlived the killed build"
+
+
+def _running(pid: int) -> bool:
+    """Not a zombie (a process that has ended but whose exit nobody collected yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
