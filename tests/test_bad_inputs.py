@@ -695,6 +695,18 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "no_such_encoder",
     ),
     "unknown parameter": (binding("focal.no_such_arg = 1"), "no_such_arg"),
+    "seeds beyond a seed's range": (
+        run_flags("--seeds", "0-99999999999"),
+        "--seeds 99999999999: expected an integer seed in [0, 4294967295]",
+    ),
+    "seeds range running backwards": (
+        run_flags("--seeds", "7-3"),
+        "the range 7-3 runs backwards",
+    ),
+    "seeds range too long": (
+        run_flags("--seeds", "0-5000"),
+        "5,001 seeds; expected at most 1,000",
+    ),
     "run with unknown numerics": (
         run_flags("--numerics", "exact"),
         "argument --numerics: invalid choice: 'exact'",
@@ -1268,6 +1280,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "study not TOML": (study("name = = 'x'\n"), "not valid TOML"),
     "study with an unknown key": (study(GOOD_STUDY + "sedes = [1]\n"), "unknown key(s) sedes"),
+    "study narrowed to a seed beyond a seed's range": (
+        study(GOOD_STUDY, "--seeds", "99999999999"),
+        "argument --seeds: --seeds 99999999999: expected an integer seed in [0, 4294967295]",
+    ),
     "study with unknown numerics": (
         study(GOOD_STUDY + 'numerics = "exact"\n'),
         "`numerics` 'exact': expected 'portable' or 'free'",

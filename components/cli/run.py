@@ -98,21 +98,38 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+MAX_SEEDS = 1000  # seeds one command names: more is a typo, not a study
+
+
 def parse_seeds(spec: str) -> tuple[int, ...]:
-    """`0-7`, `0,3,5` or `0-3,8` -> the seeds, in order, each once."""
+    """`0-7`, `0,3,5` or `0-3,8` -> the seeds, in order, each once; every bound checked
+    against a seed's range before a range is made (a typo must not fill the memory)."""
     seeds: list[int] = []
-    try:
-        for part in spec.split(","):
-            first, _, last = part.strip().partition("-")
-            seeds += range(int(first), int(last or first) + 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{spec!r}: expected seeds as a range and/or a list, e.g. 0-7, 0,3,5 or 0-3,8"
-        ) from None
+    for part in spec.split(","):
+        first, _, last = part.strip().partition("-")
+        try:
+            low, high = int(first), int(last or first)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{spec!r}: expected seeds as a range and/or a list, e.g. 0-7, 0,3,5 or 0-3,8"
+            ) from None
+        for bound in (low, high):
+            try:
+                check_seed(bound, "--seeds")
+            except FocalppError as e:
+                raise argparse.ArgumentTypeError(str(e)) from None
+        if high < low:
+            raise argparse.ArgumentTypeError(
+                f"{spec!r}: the range {part.strip()} runs backwards; expected FIRST-LAST with "
+                "FIRST ≤ LAST"
+            )
+        if len(seeds) + high - low + 1 > MAX_SEEDS:
+            raise argparse.ArgumentTypeError(
+                f"{spec!r}: {len(seeds) + high - low + 1:,} seeds; expected at most {MAX_SEEDS:,}"
+            )
+        seeds += range(low, high + 1)
     if not seeds or len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"{spec!r}: expected at least one seed, each once")
-    for seed in seeds:
-        check_seed(seed, "--seeds")
     return tuple(seeds)
 
 
