@@ -1395,6 +1395,34 @@ CASES: dict[str, tuple[Prepare, str]] = {
         record_of(lambda rows: rows.append(rows[0])),
         "runs.jsonl line 2 lists run 'run' again (first at line 1)",
     ),
+    "report of a record whose seed is a text": (
+        record_of(lambda rows: rows[0].update(seed="zero")),
+        "runs.jsonl line 1 has seed = 'zero', expected an integer seed in [0, 4294967295]",
+    ),
+    "report of a record whose environment is a number": (
+        record_of(lambda rows: rows[0].update(env=5)),
+        "runs.jsonl line 1 has env = 5, expected a text",
+    ),
+    "report of a record whose run name is a list": (
+        record_of(lambda rows: rows[0].update(run=["a"])),
+        "runs.jsonl line 1 has run = ['a'], expected a text",
+    ),
+    "report of a record whose bindings are a text": (
+        record_of(lambda rows: rows[0].update(bindings="loop.steps = 5")),
+        "runs.jsonl line 1 has bindings = 'loop.steps = 5', expected a list of texts",
+    ),
+    "report of a record whose dataset is a number": (
+        record_of(lambda rows: rows[0].update(dataset=3)),
+        "runs.jsonl line 1 has dataset = 3, expected null or the dataset's object",
+    ),
+    "report of a record whose scale is missing its value": (
+        record_of(lambda rows: rows[0].update(scale=None)),
+        "runs.jsonl line 1 has scale = None, expected a text",
+    ),
+    "report of a record with unknown numerics": (
+        record_of(lambda rows: rows[0].update(numerics={"mode": "exact"})),
+        "runs.jsonl line 1 has numerics = {'mode': 'exact'}, expected an object whose mode",
+    ),
     "report of a record with a non-finite score": (
         record_of(lambda rows: rows[0].update(final=float("nan"))),
         "runs.jsonl line 1 has final = nan, expected a finite number",

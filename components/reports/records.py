@@ -42,6 +42,7 @@ from components.outputs.run_record import read_run_record
 from components.reports.builds import UNKNOWN, check_one_build
 from components.reports.readings import comparable, last_meta_tests
 from registry import FocalppError
+from registry.constraints import check_seed
 from registry.provenance import config_digest
 
 RUNS, META_TESTS, ANALYSES = "runs.jsonl", "meta_tests.jsonl", "analyses.jsonl"
@@ -232,6 +233,7 @@ def read_records(study: Path) -> list[dict[str, Any]]:
         missing = [c for c in COLUMNS if c not in row]
         if missing:
             raise FocalppError(f"{where} lacks column(s) {', '.join(missing)}: {DAMAGED}")
+        check_choices(row, where)
         if row["run"] in seen:
             raise FocalppError(
                 f"{where} lists run {row['run']!r} again (first at line {seen[row['run']]}): "
@@ -300,6 +302,52 @@ def read_configs(study: Path) -> dict[str, dict[str, str]]:
             raise FocalppError(f"{where} gives configuration {digest[:12]}… again; {DAMAGED}")
         configs[digest] = bindings
     return configs
+
+
+TEXTS = ("run", "recipe", "algorithm", "env", "scale", "device")  # never empty
+DATASET_FIELDS = ("name", "tag", "manifest_sha256", "content_sha256", "numerics")
+
+
+def check_choices(row: dict, where: str) -> None:
+    """The CHOICES fields of a runs.jsonl line, and the kept ones it has, have the types a
+    run's record gives them (a hand edit or a damaged file is named, field and value)."""
+
+    def bad(key: str, expected: str) -> FocalppError:
+        return FocalppError(f"{where} has {key} = {row[key]!r}, expected {expected}: {DAMAGED}")
+
+    def texts(value) -> bool:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+    for key in TEXTS:
+        if not isinstance(row[key], str) or not row[key]:
+            raise bad(key, "a text")
+    if not isinstance(row["label"], str):
+        raise bad("label", "a text (empty for none)")
+    try:
+        check_seed(row["seed"], "seed")
+    except FocalppError:
+        raise bad("seed", "an integer seed in [0, 4294967295]") from None
+    for key in ("bindings", "plugins"):
+        if not texts(row[key]):
+            raise bad(key, "a list of texts")
+    dataset = row["dataset"]
+    if dataset is not None and not (
+        isinstance(dataset, dict)
+        and all(isinstance(dataset.get(k, ""), (str, type(None))) for k in DATASET_FIELDS)
+    ):
+        raise bad("dataset", "null or the dataset's object (name, tag, digests: texts)")
+    if row["machine"] is not None and not isinstance(row["machine"], str):
+        raise bad("machine", "a text or null")
+    if "analyses" in row and not texts(row["analyses"]):
+        raise bad("analyses", "a list of analysis names")
+    seeds = row.get("trained_with_seeds", [])
+    if not isinstance(seeds, list) or any(
+        isinstance(s, bool) or not isinstance(s, int) for s in seeds
+    ):
+        raise bad("trained_with_seeds", "a list of seeds")
+    mode = row.get("numerics", {"mode": "free"})
+    if not isinstance(mode, dict) or mode.get("mode") not in ("portable", "free"):
+        raise bad("numerics", "an object whose mode is 'portable' or 'free'")
 
 
 def check_provenance(row: dict, where: str) -> None:
