@@ -434,6 +434,19 @@ def report_of(spoil: Callable[[Path], None]) -> Prepare:
     return prepare
 
 
+def headline_file(entry: str) -> Prepare:
+    """`tools/report.py --headline` of a headline file of one [[benchmark]] entry, beside an
+    empty folder `record`."""
+
+    def prepare(world: World, case: Path):
+        (case / "record").mkdir()
+        path = case / "headline.toml"
+        path.write_text("[[benchmark]]\n" + entry)
+        return "report", ["--headline", str(path)], [], [path]
+
+    return prepare
+
+
 def record_of(spoil: Callable[[list[dict]], None]) -> Prepare:
     """A report of a compact record (tools/records.py) of the finished run whose runs.jsonl was
     spoiled; the record is left as it was."""
@@ -1394,6 +1407,22 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "report of a record that lists a run twice": (
         record_of(lambda rows: rows.append(rows[0])),
         "runs.jsonl line 2 lists run 'run' again (first at line 1)",
+    ),
+    "headline entry with no environment": (
+        headline_file('benchmark = "Nothing"\nenvs = []\npaper = "record"\n'),
+        "has envs = []: expected a list of at least one environment",
+    ),
+    "headline entry naming an environment twice": (
+        headline_file('benchmark = "Twice"\nenvs = ["a", "a"]\npaper = "record"\n'),
+        "lists an environment twice",
+    ),
+    "headline entry reading a record that is not there": (
+        headline_file('benchmark = "Nowhere"\nenvs = ["a"]\npaper = "nowhere"\n'),
+        "has paper = 'nowhere': expected a record, a folder under",
+    ),
+    "headline entry without a name": (
+        headline_file('benchmark = ""\nenvs = ["a"]\npaper = "record"\n'),
+        "has benchmark = '': expected its name",
     ),
     "report of a record whose seed is a text": (
         record_of(lambda rows: rows[0].update(seed="zero")),

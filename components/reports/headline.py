@@ -65,7 +65,8 @@ def read_spec(path: Path) -> list[dict[str, Any]]:
     if not isinstance(rows, list) or not rows:
         raise FocalppError(f"{path} lists no [[benchmark]]: expected one table per benchmark")
     for number, row in enumerate(rows, 1):
-        if row.get("measure", "score") not in MEASURES:
+        measure = row.get("measure", "score")
+        if not isinstance(measure, str) or measure not in MEASURES:
             raise FocalppError(
                 f"{path}: benchmark {number} has measure {row['measure']!r}; expected one of "
                 f"{', '.join(MEASURES)}"
@@ -79,7 +80,30 @@ def read_spec(path: Path) -> list[dict[str, Any]]:
                 + (f"has unknown keys {', '.join(sorted(unknown))}" if unknown else "")
                 + f"; expected the keys {', '.join(sorted(KEYS))}"
             )
+        check_entry(row, f"{path}: benchmark {number}", Path(path).parent)
     return rows
+
+
+def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
+    """A benchmark names itself, averages over at least one environment (each once) and reads
+    records that are folders under the headline file's: a cell with nothing to average, or read
+    from nowhere, is refused rather than printed."""
+    if not isinstance(row["benchmark"], str) or not row["benchmark"].strip():
+        raise FocalppError(f"{where} has benchmark = {row['benchmark']!r}: expected its name")
+    envs = row["envs"]
+    if not isinstance(envs, list) or not envs or not all(isinstance(e, str) for e in envs):
+        raise FocalppError(
+            f"{where} ({row['benchmark']}) has envs = {envs!r}: expected a list of at least one "
+            "environment, whose runs the cell averages"
+        )
+    if len(set(envs)) != len(envs):
+        raise FocalppError(f"{where} ({row['benchmark']}) lists an environment twice: {envs}")
+    for key in ("paper", "coupled", "references"):
+        if key in row and not (isinstance(row[key], str) and (root / row[key]).is_dir()):
+            raise FocalppError(
+                f"{where} ({row['benchmark']}) has {key} = {row[key]!r}: expected a record, a "
+                f"folder under {root}"
+            )
 
 
 def headline(path: Path) -> Table:
