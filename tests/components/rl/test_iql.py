@@ -3,11 +3,14 @@ leaves the encoder alone."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.rl.iql import WEIGHT_MAX, AdvantageWeightedLoss, expectile_loss
+from components.rl.iql import IQL, WEIGHT_MAX, AdvantageWeightedLoss, QLoss, expectile_loss
+from components.transitions import Transitions
 from tests.conftest import run_row
 
 errors = st.lists(st.floats(-10, 10, allow_nan=False), min_size=1, max_size=32)
@@ -66,3 +69,80 @@ def test_the_backbone_leaves_a_decoupled_encoder_s_first_update_unchanged(tiny_d
     brac = first_encoder_update("brac", tiny_data, tmp_path / "brac_coupled", *coupled)
     iql = first_encoder_update("iql", tiny_data, tmp_path / "iql_coupled", *coupled)
     assert not same(brac, iql)
+
+
+def _batch(t: int = 3, b: int = 5, terminated=None) -> Transitions:
+    g = torch.Generator().manual_seed(0)
+    zeros = torch.zeros(t, b)
+    return Transitions(
+        obs=torch.randn(t, b, 2, generator=g),
+        action=torch.rand(t, b, 2, generator=g) * 2 - 1,
+        reward=torch.randn(t, b, generator=g),
+        sparse_reward=zeros,
+        next_obs=torch.randn(t, b, 2, generator=g),
+        terminated=zeros if terminated is None else terminated,
+        truncated=zeros,
+    )
+
+
+def test_the_q_target_is_scaled_reward_plus_discounted_value_unless_terminated():
+    """target = scale·r + γ(1 − d)·V(x′): computed by hand from V's values, with a terminated
+    transition taking no bootstrap; a wrong γ, scale or done mask changes the loss."""
+    torch.manual_seed(0)
+    terminated = torch.zeros(3, 5)
+    terminated[1, 2] = terminated[0, 4] = 1.0
+    batch = _batch(terminated=terminated)
+    q = torch.randn(2, 3, 5)
+    v_next = torch.randn(3, 5)
+    loss = QLoss(discount=0.9, reward_scale=2.0)(q, v_next, batch)["loss_q"]
+    target = 2.0 * batch.reward + 0.9 * (1 - terminated) * v_next
+    assert torch.allclose(loss, ((q - target) ** 2).mean(dim=(1, 2)).sum())
+    assert terminated[1, 2] == 1 and target[1, 2] == 2.0 * batch.reward[1, 2]  # no bootstrap
+    for other in (QLoss(discount=0.99, reward_scale=2.0), QLoss(discount=0.9, reward_scale=1.0)):
+        assert not torch.allclose(other(q, v_next, batch)["loss_q"], loss)
+    ignored = dataclasses.replace(batch, terminated=torch.zeros(3, 5))  # the mask matters
+    assert not torch.allclose(
+        QLoss(discount=0.9, reward_scale=2.0)(q, v_next, ignored)["loss_q"], loss
+    )
+
+
+def test_an_update_goes_value_then_policy_then_q_then_the_target():
+    """The official order: V steps first; the policy's advantage reads the new V; Q's target
+    reads the new V(x′); the target Q moves last, by the Polyak rate τ toward the new Q."""
+    torch.manual_seed(0)
+    agent = IQL(obs_dim=2, act_dim=2, latent_dim=3, hidden=(8, 8), tau=0.05)
+    batch, z = _batch(), torch.randn(3, 3)
+    order: list[str] = []
+    for name, opt in agent.optimizers().items():
+        real = opt.step
+
+        def stepped(*args, _name=name, _real=real, **kwargs):
+            order.append(_name)
+            return _real(*args, **kwargs)
+
+        opt.step = stepped
+    seen_v: dict[str, torch.Tensor] = {}
+    real_v = agent.v.forward
+
+    def v_forward(x, *args, **kwargs):
+        out = real_v(x, *args, **kwargs)
+        seen_v.setdefault(order[-1] if order else "before", out.detach().clone())
+        return out
+
+    agent.v.forward = v_forward
+    q_before = [p.detach().clone() for p in agent.q.parameters()]
+    target_before = [p.detach().clone() for p in agent.q_target.parameters()]
+    agent.update(batch, z)
+    assert order == ["v", "policy", "q"]
+    # V read before its step (its loss), after it (the advantage), after the policy's (V(x′))
+    assert list(seen_v) == ["before", "v", "policy"]
+    assert not torch.equal(seen_v["before"], seen_v["v"])  # the advantage read the new V
+    for target, old_target, online in zip(
+        agent.q_target.parameters(), target_before, agent.q.parameters(), strict=True
+    ):
+        expected = old_target + 0.05 * (online.detach() - old_target)  # toward the *new* Q
+        assert torch.allclose(target, expected, atol=1e-7)
+    moved = [
+        not torch.equal(a, b.detach()) for a, b in zip(q_before, agent.q.parameters(), strict=True)
+    ]
+    assert any(moved)  # Q stepped, so the target's move is not toward the old Q
