@@ -74,13 +74,7 @@ class OnlineGreedy:
             contexts.append(episode.context)
             valid.append(episode.alive)
             scores.append(score)
-            if e < explore:  # phase 1 keeps the single best episode
-                keep = torch.zeros(scene.rows, e + 1, dtype=torch.bool)
-                keep[:, :e] = kept & ~better[:, None]
-                keep[:, e] = better
-            else:  # phase 2 adds the episodes that beat the best
-                keep = torch.cat([kept, better[:, None]], 1)
-            kept = keep
+            kept = kept_after(kept, better, exploring=e < explore)
             best = torch.where(better, score, best)
             best_z = torch.where(better.to(scene.device)[:, None], z, best_z)
         return scene.play(best_z).returns
@@ -125,6 +119,20 @@ class OnlineGreedy:
         used = torch.stack(tried, 1)  # [R, u, Z]
         nearest = torch.cdist(candidates, used).min(-1).values  # [R, c]
         return candidates[rows, nearest.argmax(-1)]
+
+
+def kept_after(kept: torch.Tensor, better: torch.Tensor, *, exploring: bool) -> torch.Tensor:
+    """The episodes a row keeps in its context, [R, E + 1], after the episode whose return
+    beat the row's best so far where `better` [R]: while exploring (phase 1) the single best
+    episode, this one where it is better, else the one kept before; then (phase 2) those kept
+    before and this one only where it is better (an episode that does not beat the best is
+    left out, and the context reverts to what it was)."""
+    if exploring:
+        keep = torch.zeros(kept.shape[0], kept.shape[1] + 1, dtype=torch.bool)
+        keep[:, :-1] = kept & ~better[:, None]
+        keep[:, -1] = better
+        return keep
+    return torch.cat([kept, better[:, None]], 1)
 
 
 def _per_step(kept: torch.Tensor, valid: list[torch.Tensor]) -> torch.Tensor:

@@ -200,3 +200,28 @@ def test_the_protocols_score_the_last_meta_test_unless_asked_for_every_one(setup
         assert set(meta_test(**kwargs).protocols) == {"zero_shot"}
     finally:
         meta_test.close()
+
+
+def test_online_greedy_keeps_the_best_episode_then_only_those_that_beat_it():
+    """The keep-or-revert rule, replayed on returns of two rows: three exploring episodes keep
+    the single best one; later episodes join the context only when they beat the best so far
+    (the others leave it as it was); the scored z is the best episode's."""
+    from components.evaluation.test_contexts.online_greedy import kept_after
+
+    returns = torch.tensor(
+        [[1.0, 3.0, 2.0, 2.5, 4.0, 1.0],  # row 0: best 3 at episode 1, then 4 at episode 4
+         [5.0, 1.0, 0.0, 6.0, 5.5, 7.0]]  # row 1: best 5 at episode 0, then 6, then 7
+    )  # fmt: skip
+    kept = torch.zeros(2, 0, dtype=torch.bool)
+    best = torch.full((2,), -float("inf"))
+    best_episode = torch.full((2,), -1)
+    for e in range(returns.shape[1]):
+        better = returns[:, e] > best
+        kept = kept_after(kept, better, exploring=e < 3)
+        best = torch.where(better, returns[:, e], best)
+        best_episode = torch.where(better, torch.tensor(e), best_episode)
+    assert kept.tolist() == [
+        [False, True, False, False, True, False],
+        [True, False, False, True, False, True],
+    ]
+    assert best_episode.tolist() == [4, 5] and best.tolist() == [4.0, 7.0]
