@@ -322,6 +322,15 @@ bindings = ["task_data.root = '{tiny_data}'"]
     assert "focal-sparse_point_robot-s0: done, recorded" in again.stdout
     assert not (tmp_path / "out2" / "runs").exists()
     assert len((records / "runs.jsonl").read_text().splitlines()) == 1
+    # the same run name asked for with other bindings: the recorded run is not this study's
+    more = 'bindings = ["loop.log_every = 3", "'
+    study.write_text(study.read_text().replace('bindings = ["', more))
+    other = cli("sweep", str(study), "--out", str(tmp_path / "out3"), "--records", str(records))
+    assert other.returncode == 2, other.stderr + other.stdout
+    said = " ".join(other.stderr.split())
+    assert "holds a run 'focal-sparse_point_robot-s0' trained otherwise" in said
+    assert 'bindings ["task_data.root' in said and "it cannot count as done" in said
+    assert not (tmp_path / "out3" / "runs").exists()
 
 
 def test_a_study_whose_analysis_fails_says_so_and_records_nothing_half_done(tiny_data, tmp_path):
