@@ -36,7 +36,7 @@ from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
 from components.sweep.job import Outcome
 from components.sweep.runner import INDEX, run_study
-from components.sweep.study import StudyError, load_study
+from components.sweep.study import StudyError, check_recorded, load_study
 from registry import FocalppError, get
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def execute(args: argparse.Namespace) -> int:
         out.print(escape(f"{outcome.name}: {outcome.status}, {outcome.how}{detail}"))
 
     kept = read_records(args.records) if args.records and is_records(args.records) else []
-    check_recorded_runs_are_the_study_s(kept, runs, args.records)
+    check_recorded(kept, runs, args.records)
     recorded = frozenset(run["run"] for run in kept)
     index = run_study(
         study, target, backend, backend_name=args.backend, on_outcome=show, recorded=recorded
@@ -135,56 +135,6 @@ def execute(args: argparse.Namespace) -> int:
             ". ".join(said) + f". Logs: {target / 'logs'}; run the study again to retry"
         )
     return 0
-
-
-def check_recorded_runs_are_the_study_s(kept: list[dict], runs, records: Path | None) -> None:
-    """A run of the record counts as this study's run of the same name only where it was
-    trained with the study's choices for it (recipe, environment, scale, seed, variant, bindings,
-    plugins, numerics); a record's run trained otherwise is refused, never counted as done."""
-    specs = {spec.name: spec for spec in runs}
-    for run in kept:
-        spec = specs.get(run["run"])
-        if spec is None:
-            continue
-        recorded = {
-            "recipe": Path(str(run.get("recipe"))).stem,
-            "env": run.get("env"),
-            "scale": run.get("scale"),
-            "seed": run.get("seed"),
-            "variant": run.get("label") or "",
-            "bindings": list(run.get("bindings") or []),
-            "plugins": [_plugin(p) for p in run.get("plugins") or []],
-            "numerics": (run.get("numerics") or {}).get("mode", "free"),
-        }
-        wanted = {
-            "recipe": Path(spec.recipe).stem,
-            "env": spec.env,
-            "scale": spec.scale,
-            "seed": spec.seed,
-            "variant": spec.variant,
-            "bindings": list(spec.bindings),
-            "plugins": [_plugin(p) for p in spec.plugins],
-            "numerics": spec.numerics,
-        }
-        differ = [k for k in wanted if recorded[k] != wanted[k]]
-        if differ:
-            said = "; ".join(f"{k} {recorded[k]!r} there, {wanted[k]!r} here" for k in differ)
-            hint = (
-                ' (a record made before portable numerics: set numerics = "free" in the study '
-                "to go on with it)"
-                if differ == ["numerics"] and recorded["numerics"] == "free"
-                else ""
-            )
-            raise StudyError(
-                f"{records} holds a run {run['run']!r} trained otherwise than this study's run of "
-                f"that name ({said}): it is not this study's run, so it cannot count as done. "
-                f"Record the study in another folder, or remove that run from the record{hint}"
-            )
-
-
-def _plugin(plugin: str) -> str:
-    """A plugin as compared: a file by its name (a record keeps its absolute path)."""
-    return Path(plugin).name if str(plugin).endswith(".py") else plugin
 
 
 # what --recipes / --envs / --seeds choose from: its name in a message, how the named and the

@@ -54,7 +54,6 @@ from components.experiment.lifecycle import finish_analyses as finish
 from components.experiment.resume import check_one_recipe, recorded_run
 from components.experiment.run import Finished, run
 from components.outputs.console import err, out, run_tool
-from components.outputs.run_dir import pending_analyses
 from components.outputs.run_record import compose_recorded, portable
 from registry import Composition, FocalppError, compose, get
 from registry.constraints import check_seed
@@ -240,13 +239,11 @@ def execute(args: argparse.Namespace) -> int:
 def finish_analyses(run_dir: Path, plugins: Sequence[str]) -> None:
     """The end-of-run analyses a finished run asked for and has no result of, run now (its
     process was stopped while they ran), each one's scalars printed."""
-    pending = pending_analyses(run_dir)
-    if not pending:
-        return
-    out.print(escape(f"{run_dir}: running the analyses it has no result of: {', '.join(pending)}"))
     results = finish(run_dir, plugins)
-    for name in pending:
-        out.print(escape(f"{name}: {scalars(results[name])}"))
+    if results:
+        out.print(escape(f"{run_dir}: ran the analyses it had no result of: {', '.join(results)}"))
+    for name, result in results.items():
+        out.print(escape(f"{name}: {scalars(result)}"))
 
 
 def show_finished(run_dir: Path) -> int:

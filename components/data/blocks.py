@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import multiprocessing
 import os
 import shutil
@@ -329,8 +330,6 @@ def join_blocks(path: Path, header: dict[str, Any], parts: Sequence[Dataset]) ->
 
 
 def json_key(value: Any) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True)
 
 
