@@ -354,16 +354,20 @@ def _nonfinite(value: Any) -> bool:
 # --- promises that must hold for every parameter value ---------------------------------------
 
 
+# Seeds of the parameter draws every probe checks a part at, past its initial parameters
+DRAWS = (7, 8, 9)
+
+
 @contextmanager
-def perturbed(module: Any, seed: int = 7) -> Iterator[Any]:
+def perturbed(module: Any, seed: int = DRAWS[0]) -> Iterator[Any]:
     """`module` with every parameter moved away from its initial value, restored on exit.
 
     Residual branches and gates start at zero (the identity at initialisation that Theorem
     3.3's proof assumes), and a zero layer hides whatever its inputs would do: a gate that
     scores transitions by their position in the batch gives every one the same multiplier
-    until its last layer has learnt something. Order, permutation and shape promises are
-    therefore probed at initialisation and again here. The noise is a tenth of each
-    parameter's root mean square, plus 0.01 (so zero layers move too)."""
+    until its last layer has learnt something, and two zero layers in series hide it from a
+    small nudge as well. So every promise is probed at initialisation and again at draws of
+    parameters at the scale training reaches (`perturb_`)."""
     params = _movable(module)
     saved = [p.detach().clone() for p in params]
     perturb_(module, seed)
@@ -376,12 +380,16 @@ def perturbed(module: Any, seed: int = 7) -> Iterator[Any]:
 
 
 def perturb_(module: Any, seed: int) -> None:
-    """Move every initialised floating-point parameter of `module` by its own noise (see
-    `perturbed`), drawn from `seed` alone: the global random stream is left as it was."""
+    """Move every initialised floating-point parameter of `module` by noise as large as the
+    parameter itself (its root mean square), or, for one that starts at zero, as large as a
+    freshly initialised layer of its fan-in (1/sqrt(fan-in)): where trained parts get to.
+    Drawn from `seed` alone: the global random stream is left as it was."""
     draws = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in _movable(module):
-            scale = 0.1 * (float(p.detach().float().pow(2).mean().sqrt()) + 0.1)
+            rms = float(p.detach().float().pow(2).mean().sqrt())
+            fan_in = p[0].numel() if p.dim() > 1 else p.numel()
+            scale = rms if rms > 1e-8 else fan_in**-0.5
             p.add_(scale * torch.randn(p.shape, generator=draws).to(p.dtype))
 
 
@@ -394,11 +402,20 @@ def _movable(module: Any) -> list[torch.Tensor]:
 
 
 def at_any_parameters(module: Any, promise: Callable[[Any, str], None]) -> None:
-    """Check `promise(module, when)` at the initial parameters and at perturbed ones (`when`
-    says which, for the message)."""
+    """Check `promise(module, when)` at the initial parameters and at each draw of DRAWS
+    (`when` says which, for the message)."""
     promise(module, "")
-    with perturbed(module):
-        promise(module, " (with its parameters moved off their initial values)")
+    if not _movable(module):
+        return
+    for seed in DRAWS:
+        when = f" (with its parameters moved off their initial values, draw {seed})"
+        with perturbed(module, seed):
+            try:
+                promise(module, when)
+            except Broken as e:  # a shared check that does not say when: said here
+                if when in e.found:
+                    raise
+                raise Broken(e.promise, e.found + when, e.fix) from e
 
 
 # --- how a part keeps its tensors ------------------------------------------------------------

@@ -11,6 +11,7 @@ import torch
 
 from components.contracts.core import (
     Broken,
+    at_any_parameters,
     build,
     contract,
     finite_on,
@@ -111,6 +112,12 @@ def probe_objective(factory, given) -> None:
     reaches(total, objective, "its loss")
     kept_as_promised(objective, kept, "the objective")
     finite_on(objective, degenerate(batch), _losses, "`loss_*` terms", leaves=_leaves)
+
+    def finite_terms(m, when: str) -> None:  # wherever training takes its parameters
+        loss_terms(m(batch), "forward(TaskEmbeddings)")
+        finite_on(m, degenerate(batch), _losses, "`loss_*` terms", leaves=_leaves)
+
+    at_any_parameters(objective, finite_terms)
     if isinstance(objective, torch.nn.Module):
         round_trip(make, objective, lambda m: dict(m(batch)))
 
@@ -196,3 +203,6 @@ def probe_metric_loss(factory, given) -> None:
     anchor.requires_grad_()
     losses = loss_terms(metric(anchor, positive, negative), "forward(anchor, positive, negative)")
     reaches(sum(losses.values()), metric, "its loss", inputs=(anchor,))
+    at_any_parameters(
+        metric, lambda m, when: loss_terms(m(anchor, positive, negative), "forward(...)")
+    )

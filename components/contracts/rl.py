@@ -13,6 +13,7 @@ from torch import nn
 
 from components.contracts.core import (
     Broken,
+    at_any_parameters,
     build,
     contract,
     has_methods,
@@ -104,12 +105,16 @@ def probe_agent(factory, given) -> None:
     g = torch.Generator().manual_seed(5)
     obs = torch.randn(T, N, sizes["obs_dim"], generator=g)
     z_act = torch.randn(T, N, sizes["latent_dim"], generator=g).tanh()
-    action = tensor(agent.act(obs, z_act), (T, N, sizes["act_dim"]), "actions [T, N, A]")
-    if action.abs().max() > 1.0 + 1e-6:
-        raise Broken(
-            "act within the action bounds [-1, 1]",
-            f"it returned |a| up to {action.abs().max():.3g}",
-        )
+
+    def acts_within_bounds(m, when: str) -> None:
+        action = tensor(m.act(obs, z_act), (T, N, sizes["act_dim"]), "actions [T, N, A]")
+        if action.abs().max() > 1.0 + 1e-6:
+            raise Broken(
+                "act within the action bounds [-1, 1]",
+                f"it returned |a| up to {action.abs().max():.3g}{when}",
+            )
+
+    at_any_parameters(agent, acts_within_bounds)
     _trained_by_some_optimizer(agent, agent.optimizers())
     batch = transitions(T)
     if (sizes["obs_dim"], sizes["act_dim"]) != (F, A):
@@ -159,7 +164,12 @@ def probe_divergence(factory, given) -> None:
     batch = transitions(T)
     x = torch.randn(T, B, x_dim, generator=torch.Generator().manual_seed(6))
     policy_action = batch.action.flip(1)
-    tensor(critic.estimate(x, batch.action, policy_action), (T, B), "a per-state estimate [T, B]")
+    at_any_parameters(
+        critic,
+        lambda m, when: tensor(
+            m.estimate(x, batch.action, policy_action), (T, B), "a per-state estimate [T, B]"
+        ),
+    )
     losses = loss_terms(critic.loss(x, batch.action, policy_action), "loss(x, data, policy)")
     reaches(sum(losses.values()), critic, "its loss")
     round_trip(make, critic, lambda m: m.estimate(x, batch.action, policy_action))
@@ -185,7 +195,7 @@ def probe_behaviour_learner(factory, given) -> None:
 
     learner = make()
     obs = torch.randn(T, N, F, generator=torch.Generator().manual_seed(7))
-    tensor(learner.act(obs), (T, N, A), "actions [K, N, A]")
+    at_any_parameters(learner, lambda m, when: tensor(m.act(obs), (T, N, A), "actions [K, N, A]"))
     loss_terms(learner.update(transitions(T)), "update(batch)")
     round_trip(make, learner, lambda m: m.act(obs, deterministic=True))
 

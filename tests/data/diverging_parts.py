@@ -2,15 +2,18 @@
 diverges at a chosen step, the same on every CPU (no overflow of a huge learning rate, whose
 outcome depends on the machine's kernels, is needed).
 
-Each counts the optimiser steps it has seen by noticing, at each forward call, that its first
-weight moved since the call before; a contract probe, which never steps an optimiser, sees a
+Each counts the optimiser steps taken on its first weight (a hook on every optimiser's step);
+a contract probe, which moves weights by hand but never steps an optimiser on them, sees a
 well-behaved part.
 """
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from components.encoders.mlp import MLPEncoder
 from components.objectives.dml import FocalDML
@@ -18,20 +21,24 @@ from registry import register
 
 
 class _Diverging:
-    """Mixin: `self.moves` counts the forward calls that found `self.watched` changed."""
+    """Mixin: `self.moves` counts the optimiser steps that included `self.watched`."""
 
     seed_batching = False  # one counter for the whole module: not a form of K seeds
 
     def _start_counting(self, after: int) -> None:
         self.after = after
-        self.register_buffer("last", self.watched.detach().clone())
         self.register_buffer("moves", torch.zeros((), dtype=torch.long))
+        part = weakref.ref(self)
+
+        def stepped(optimizer, args, kwargs) -> None:
+            me = part()
+            groups = optimizer.param_groups
+            if me is not None and any(p is me.watched for g in groups for p in g["params"]):
+                me.moves += 1
+
+        register_optimizer_step_post_hook(stepped)
 
     def _diverged(self) -> bool:
-        with torch.no_grad():
-            if not torch.equal(self.watched, self.last):
-                self.moves += 1
-                self.last.copy_(self.watched)
         return int(self.moves) >= self.after
 
 
