@@ -12,14 +12,18 @@ from tests.conftest import ROOT, cli
 DOC = ROOT / "docs" / "EXTENDING.md"
 
 
-def documented_command() -> list[str]:
-    lines = [ln for ln in DOC.read_text().splitlines() if ln.startswith("python tools/run.py")]
-    assert len(lines) == 1, "EXTENDING.md should show exactly one run command"
+def documented_command(recipe: str) -> list[str]:
+    lines = [
+        ln
+        for ln in DOC.read_text().splitlines()
+        if ln.startswith("python tools/run.py") and recipe in ln
+    ]
+    assert len(lines) == 1, f"EXTENDING.md should show exactly one run command of {recipe}"
     return shlex.split(lines[0])
 
 
 def test_documented_example_runs(tiny_data, tmp_path):
-    command = documented_command()
+    command = documented_command("residual_variance_ratio.gin")
     assert command[:2] == ["python", "tools/run.py"]
     out = tmp_path / "run"
     result = cli(
@@ -61,3 +65,35 @@ def test_example_needs_no_edit_inside_the_package():
     result = cli("run", "--recipe", recipe, "--dry-run", process=True)
     assert result.returncode == 2
     assert "residual_mlp_encoder" in result.stderr
+
+
+def test_documented_context_encoder_checks_and_trains_two_seeds_together(tiny_data, tmp_path):
+    """Section 5: the new context encoder honours its kind's contract, and two seeds of its
+    recipe train in one process, each with a momentum key encoder that is its own copy."""
+    from components.experiment import load
+
+    plugin = "examples/extending/score_pool.py"
+    assert f"python tools/catalog.py --check {plugin}" in DOC.read_text()
+    checked = cli("catalog", "--check", plugin)
+    assert checked.returncode == 0 and "ok context_encoder score_pool" in checked.stdout
+    command = documented_command("score_pool.gin")
+    assert command[-2:] == ["--seeds", "0,1"]
+    out = tmp_path / "seeds"
+    result = cli(
+        "run",
+        *command[2:],
+        *("--scale", "tiny", "--out", str(out)),
+        *("--gin_param", f"task_data.root = '{tiny_data}'"),
+    )
+    assert result.returncode == 0, result.stderr
+    keys = []
+    for seed in (0, 1):
+        run_dir = out / f"score_pool-sparse_point_robot-s{seed}"
+        record = json.loads((run_dir / "run.json").read_text())
+        assert record["trained_with_seeds"] == [0, 1] and "score_pool" in json.dumps(
+            record["parts"]
+        )
+        trained = load(run_dir, plugins=[plugin])
+        assert type(trained.key_encoder.copy).__name__ == "ScorePool"
+        keys.append(trained.key_encoder.copy.score.weight.detach().clone())
+    assert not torch.equal(*keys)  # each seed's own copy
