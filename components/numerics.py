@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 
 PORTABLE, FREE = "portable", "free"
@@ -106,23 +106,6 @@ def requested(argv: Sequence[str]) -> str | None:
     return None
 
 
-def recorded(run_dirs: Sequence[str]) -> str | None:
-    """The numerics the runs in `run_dirs` trained with, as their run.json records it (None
-    where none says: a run recorded before numerics were, or no readable record)."""
-    import json
-    from pathlib import Path
-
-    for run_dir in run_dirs:
-        try:
-            record = json.loads((Path(run_dir) / "run.json").read_text())
-        except (OSError, ValueError):
-            continue
-        found = record.get("numerics") if isinstance(record, dict) else None
-        if isinstance(found, dict) and found.get("mode") in MODES:
-            return found["mode"]
-    return None
-
-
 def resumed(argv: Sequence[str]) -> list[str]:
     """The run directories after `--resume` on a command line."""
     if "--resume" not in argv:
@@ -131,10 +114,15 @@ def resumed(argv: Sequence[str]) -> list[str]:
     return [a for a in rest[: next((i for i, a in enumerate(rest) if a.startswith("-")), None)]]
 
 
-def pin_for_command(argv: Sequence[str] | None = None, default: str = FREE) -> str:
+def pin_for_command(
+    argv: Sequence[str] | None = None,
+    default: str = FREE,
+    recorded: Callable[[list[str]], str | None] = lambda run_dirs: None,
+) -> str:
     """For a command-line tool, before it imports torch: the mode `--numerics MODE` asks for,
-    else the one the runs it resumes trained with, else `default`; pinned where portable. An
-    unknown mode is left for the tool's own argument check to refuse."""
+    else the one the runs it resumes trained with (`recorded`: read from their run.json,
+    components/outputs/run_record.py), else `default`; pinned where portable. An unknown mode
+    is left for the tool's own argument check to refuse."""
     argv = sys.argv[1:] if argv is None else list(argv)
     mode = requested(argv) or recorded(resumed(argv)) or default
     if mode == PORTABLE:

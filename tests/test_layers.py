@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
         "components.machine",
         "components.seeds",
         "components.profiling",
-        "components.commands",
+        "components.checkout",
         "components.numerics",
     ),
     ("components.envs", "components.outputs"),
@@ -172,8 +172,8 @@ def _tool_paths(path: Path) -> list[tuple[int, str]]:
 
 
 def test_the_library_never_reaches_into_tools():
-    """tools/ is the top floor: the library runs a command as `python -m components.cli.<tool>`
-    (components/commands.py), never a file under tools/ (a path the import graph cannot see)."""
+    """tools/ is the top floor: the library never names a file under tools/ to run (a path the
+    import graph cannot see)."""
     wrong = [
         f"{path.relative_to(ROOT)}:{line}: {text}"
         for module, path in sources()
@@ -190,3 +190,56 @@ def test_the_tools_check_sees_a_path_into_tools(tmp_path):
         'other = [sys.executable, "tools/collect.py"]\n'
     )
     assert sorted(line for line, _ in _tool_paths(path)) == [3, 4]
+
+
+# The one place under components/ that starts a command line as a process: the benchmarks that
+# measure a whole command (its time from an empty store, its peak memory), and say so.
+COMMAND_STARTERS = ("components.benchmarks.commands",)
+
+
+def _command_lines(path: Path) -> list[tuple[int, str]]:
+    """Where a module names a command line's module (`components.cli...`) in code: a string or
+    an f-string's text outside a docstring (a process started as `python -m components.cli.run`
+    is an arrow up to the command line that the import graph cannot see)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and re.search(r"\bcomponents\.cli\b", node.value)
+    ]
+
+
+def test_nothing_under_components_starts_a_command_line():
+    """The sweep's workers, the analyses and the data builds call the library; only the
+    benchmarks that time the real command start `components.cli` (COMMAND_STARTERS)."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}: {text!r}"
+        for module, path in sources()
+        if module.startswith(("components", "registry"))
+        and not module.startswith("components.cli")
+        and module not in COMMAND_STARTERS
+        for line, text in _command_lines(path)
+    ]
+    assert wrong == [], "a command line started under components/:\n" + "\n".join(wrong)
+
+
+def test_the_command_line_check_sees_a_start(tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text(
+        '"""Calls `python -m components.cli.run` nowhere: a docstring."""\n'
+        "import subprocess, sys\n"
+        'subprocess.run([sys.executable, "-m", "components.cli.run", "--recipe", "x"])\n'
+        'tool = "collect"\nargv = [sys.executable, "-m", f"components.cli.{tool}"]\n'
+    )
+    assert sorted(line for line, _ in _command_lines(path)) == [3, 5]

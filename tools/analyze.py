@@ -6,9 +6,10 @@ The command line is components/cli/analyze.py (`python tools/analyze.py --help` 
 import sys
 
 from components import numerics
+from components.outputs.run_record import recorded_numerics
 
 # a run trained with portable numerics is analysed with them (set before torch loads)
-if numerics.recorded(sys.argv[1:]) == numerics.PORTABLE:
+if recorded_numerics(sys.argv[1:]) == numerics.PORTABLE:
     numerics.pin()
 
 from components.cli.analyze import main

@@ -6,10 +6,11 @@ The command line is components/cli/run.py (`python tools/run.py --help` says it 
 import sys
 
 from components import numerics
+from components.outputs.run_record import recorded_numerics
 
 # portable numerics where --numerics portable asks (or the resumed run trained with them):
 # set before torch loads
-numerics.pin_for_command(default=numerics.RUN_DEFAULT)
+numerics.pin_for_command(default=numerics.RUN_DEFAULT, recorded=recorded_numerics)
 
 from components.cli.run import main  # noqa: E402
 

@@ -36,7 +36,7 @@ from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
 from components.sweep.job import Outcome
 from components.sweep.runner import INDEX, run_study
-from components.sweep.study import StudyError, check_recorded, load_study
+from components.sweep.study import StudyError, check_recorded, command_line, load_study
 from registry import FocalppError, get
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +89,7 @@ def execute(args: argparse.Namespace) -> int:
         if len(jobs) != len(runs):
             out.print(f"{len(jobs)} processes of up to {study.seeds_per_process} seeds each")
         for spec in jobs:
-            out.print(escape(f"  {spec.name}: tools/run.py {' '.join(spec.run_args())}"))
+            out.print(escape(f"  {spec.name}: {command_line(spec)}"))
         return 0
 
     def show(outcome: Outcome) -> None:

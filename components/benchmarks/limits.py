@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from components.commands import tool_env
+from components.checkout import checkout_env
 
 
 def synchronize(device: torch.device) -> None:
@@ -68,7 +68,7 @@ def peak_rss_kib(command: list[str]) -> int:
         "sys.exit(done.returncode)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe, *command], capture_output=True, text=True, env=tool_env()
+        [sys.executable, "-c", probe, *command], capture_output=True, text=True, env=checkout_env()
     )
     if done.returncode != 0:
         raise RuntimeError(f"the measured run failed: {done.stderr}")

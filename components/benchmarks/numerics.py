@@ -27,8 +27,8 @@ import numpy as np
 
 import components.machine as machine
 import components.numerics as numerics
+from components.benchmarks.commands import tool_command
 from components.benchmarks.tables import table as _table
-from components.commands import tool_command
 
 ROOT = Path(__file__).resolve().parents[2]
 STEP_ROWS = ("focal", "focalpp")

@@ -21,7 +21,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from components.commands import tool_command, tool_env
+from components.benchmarks.commands import tool_command
+from components.checkout import checkout_env
 from components.reports.paper import TABLE1
 
 console = Console(highlight=False, width=max(120, Console().width))
@@ -41,7 +42,7 @@ def time_to_target(bindings: tuple[str, ...], target: float, quick: bool) -> dic
         command += ["--scale", scale, "--out", str(run_dir)]
         for binding in (f"loop.eval_every = {1 if quick else 1000}", *bindings):
             command += ["--gin_param", binding]
-        env = tool_env({**os.environ, "FOCALPP_DATA": str(Path(tmp) / "data")})
+        env = checkout_env({**os.environ, "FOCALPP_DATA": str(Path(tmp) / "data")})
         start = time.perf_counter()
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         reached, best, metric = None, (float("-inf"), 0), None

@@ -7,7 +7,6 @@ smoke-test sizes (the tiny scale), where the figures mean nothing.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from components.benchmarks.commands import tool_command
 from components.benchmarks.encoder import bench_encoder, bench_precision
 from components.benchmarks.gpu import bench_gpu
 from components.benchmarks.limits import matmul_peak, peak_rss_kib
@@ -33,8 +33,8 @@ from components.benchmarks.training import (
     step_ms,
     sweep_step_ms,
 )
-from components.commands import tool_command
 from components.outputs import figures
+from components.outputs.run_record import read_run_record
 from components.reports.paper import ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -295,7 +295,7 @@ def bench_memory(quick: bool, figures_dir: Path | None = None) -> list[dict]:
                 command += ["--gin_param", b]
             start = time.perf_counter()
             peak_kib = peak_rss_kib(command)
-            record = json.loads((Path(tmp) / "run" / "run.json").read_text())
+            record = read_run_record(Path(tmp) / "run")
         rows.append(
             {
                 "recipe": recipe,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
+from components.benchmarks.commands import tool_command
 from components.benchmarks.limits import peak_rss_kib
 from components.benchmarks.tables import table
 from components.benchmarks.training import StepConfig, build_trainer, step_ms
-from components.commands import tool_command
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ("focal.gin", "focalpp.gin")

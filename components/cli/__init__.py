@@ -1,3 +1,4 @@
-"""The command lines of the tools that a study also starts in fresh processes: `run`, `collect`
-and `analyze`. `tools/<name>.py` and `python -m components.cli.<name>` are the same command;
-the sweep and the benchmarks start the latter, so the library never reaches into tools/."""
+"""The command lines `run`, `collect` and `analyze`: argument parsing and printing over the
+library calls (`components.experiment`, `components.data.collect`). `tools/<name>.py` and
+`python -m components.cli.<name>` are the same command; only the benchmarks that measure a whole
+command start the latter (components/benchmarks/commands.py)."""

@@ -35,20 +35,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-import components.data.protocols  # registers the protocols
-import components.data.relabel
-import components.envs  # noqa: F401  (registers the families)
-from components.data.build import describe, ensure_dataset
-from components.data.shards import build_shard, merge_shards
-from components.data.store import MANIFEST, cache_root, check_tag, load_dataset
-from components.data.tasks import bound
+from components.data.build import describe
+from components.data.collect import collect, collect_shard
+from components.data.store import MANIFEST, cache_root, load_dataset
 from components.outputs.console import out, run_tool
 from components.outputs.progress import progress_lines
-from components.outputs.run_dir import check_name_lengths
-from registry import FocalppError, get, names
+from registry import FocalppError, names
 from registry.constraints import check_seed
-from registry.recipes import compose_columns
-from registry.usage import check_used
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -96,27 +89,6 @@ def list_datasets(root: Path) -> None:
     out.print(table)
 
 
-# What this tool reads of the task_data bindings (a run's dataset), without building task_data
-READ = tuple(f"task_data.{name}" for name in ("family", "protocol", "seed", "tag", "root"))
-
-
-def check_bindings_used(family: str, protocol: str, seed: int) -> None:
-    """Every --gin_param configures the collection, as in tools/run.py: build the protocol
-    and the family (cheap), counting the behaviour learners and networks a build makes later;
-    the files composed for it (env column, scale) bind parts of runs too, so only the command
-    line is judged."""
-    get("dataset", protocol)()
-    get("env", family)(seed=seed)
-    check_used(
-        later=[*names("behaviour_learner"), *names("network")],
-        given="--gin_param",
-        read=READ,
-        what="that collecting this dataset builds, so the dataset would not be the one they "
-        "describe; nothing was built",
-        builder="this collection",
-    )
-
-
 def _shard(text: str) -> tuple[int, int]:
     index, _, count = text.partition("/")
     try:
@@ -151,33 +123,26 @@ def execute(args: argparse.Namespace) -> int:
         raise FocalppError(
             f"--merge {args.merge}: expected the number K ≥ 2 of shards built with --shard I/K"
         )
-    compose_columns(args.env, args.scale, args.gin_param)
-    family = bound("family", args.env)
-    get("env", family)  # unknown names fail here, with suggestions
-    protocol = args.protocol or bound("protocol", "checkpoints")
-    get("dataset", protocol)
-    seed = args.seed if args.seed is not None else bound("seed", 0)
-    check_seed(seed, "--seed" if args.seed is not None else "task_data.seed")
-    tag = args.tag or bound("tag")
-    check_tag(tag)
-    root = args.out or Path(bound("root") or cache_root())
-    check_name_lengths(root, "dataset store")
-    check_bindings_used(family, protocol, seed)
-    place = {"root": root, "tag": tag, "scale": args.scale}
+    if args.seed is not None:
+        check_seed(args.seed, "--seed")
+    choices = {
+        "scale": args.scale,
+        "bindings": args.gin_param,
+        "protocol": args.protocol,
+        "seed": args.seed,
+        "tag": args.tag,
+        "root": args.out,
+    }
     if args.merge is not None:
-        dataset = merge_shards(family, protocol, seed, args.merge, **place)
+        dataset = collect(args.env, merge=args.merge, **choices)
     else:
-        with _progress(f"collecting {family}") as progress:
+        with _progress(f"collecting {args.env}") as progress:
             if args.shard:
                 index, count = _shard(args.shard)
-                path = build_shard(family, protocol, seed, index, count, **place, progress=progress)
-            else:
-                dataset = ensure_dataset(
-                    family, protocol, seed, **place, progress=progress, numerics=args.numerics
-                )
-        if args.shard:
-            out.print(json.dumps({"shard": f"{index}/{count}", "path": str(path)}))
-            return 0
+                path = collect_shard(args.env, index, count, progress=progress, **choices)
+                out.print(json.dumps({"shard": f"{index}/{count}", "path": str(path)}))
+                return 0
+            dataset = collect(args.env, progress=progress, numerics=args.numerics, **choices)
     qualities = [args.quality] if args.quality else dataset.qualities
     for quality in qualities:
         dataset.quality(quality)  # validates every array of that quality

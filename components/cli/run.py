@@ -49,12 +49,11 @@ import components.numerics as numerics
 import components.reports.contracts  # noqa: F401  (the analyses' and sections' contracts)
 from components.contracts import check
 from components.evaluation.analyses import check_names, scalars
-from components.experiment.lifecycle import check_numerics, continue_runs
+from components.experiment.lifecycle import continue_runs, stopped_runs
 from components.experiment.lifecycle import finish_analyses as finish
-from components.experiment.resume import check_one_recipe, recorded_run
 from components.experiment.run import Finished, run
 from components.outputs.console import err, out, run_tool
-from components.outputs.run_record import compose_recorded, portable
+from components.outputs.run_record import portable
 from registry import Composition, FocalppError, compose, get
 from registry.constraints import check_seed
 from registry.usage import provenance
@@ -185,14 +184,11 @@ def execute(args: argparse.Namespace) -> int:
     records: list[dict] = []
     if args.resume is not None:
         dirs = list(dict.fromkeys(args.resume))
-        finished = [d for d in dirs if (d / "eval.json").is_file()]
-        for d in finished:
-            show_finished(d)
-            finish_analyses(d, args.plugin)
-        dirs = [d for d in dirs if d not in finished]
-        if not dirs:
-            return 0
-        if args.out is not None:
+        for d in dirs:
+            if (d / "eval.json").is_file():
+                show_finished(d)
+                finish_analyses(d, args.plugin)
+        if args.out is not None and any(not (d / "eval.json").is_file() for d in dirs):
             raise FocalppError("--resume continues the run in its own directory; drop --out")
         given = {
             "env": args.env,
@@ -201,12 +197,10 @@ def execute(args: argparse.Namespace) -> int:
             "device": args.device,
             "bindings": args.gin_param or None,
         }
-        records = [
-            recorded_run(d, recipe=args.recipe, given=given, plugins=args.plugin) for d in dirs
-        ]
-        check_one_recipe(records, dirs)
-        check_numerics(args.numerics, records, dirs)
-        comp = compose_recorded(records[0], dirs[0])
+        stopped = stopped_runs(dirs, args.plugin, args.recipe, given, args.numerics)
+        if stopped is None:
+            return 0
+        comp, dirs, records = stopped
     else:
         comp = compose(
             args.recipe,

@@ -10,7 +10,7 @@ then resume it, load it, analyse it.
     agent = load("runs/example")
     analyse("runs/example", ["embedding_variance"])
 
-`run.py` trains a composition in fresh run directories (or resumes recorded ones), `record.py`
+`run.py` trains a composition in fresh run directories (or resumes recorded ones), `facts.py`
 says what a run is (run.json: its choices, code, machine, configuration digest and dataset),
 `resume.py` checks that a stopped run can go on as it started, and `lifecycle.py` holds the calls
 after `run` (`resume`, `load`, `analyse`); the command lines over them are

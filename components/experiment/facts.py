@@ -1,5 +1,6 @@
-"""What a run records of itself in run.json: its choices, the code and machine that train it,
-the configuration that took effect (digest, bindings, built parts) and the dataset it reads."""
+"""What a new run states about itself, the fields of its run.json: its choices, the code and
+machine that train it, the configuration that took effect (digest, bindings, built parts) and the
+dataset it reads. components/outputs/run_record.py writes and reads the file."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from registry.usage import provenance
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_record(
+def run_facts(
     comp: Composition,
     algorithm: Any,
     seed: int,
@@ -31,8 +32,9 @@ def run_record(
     seeds: Sequence[int],
     configuration: dict[str, Any],
 ) -> dict[str, Any]:
-    """run.json of a new run of `comp` with `seed` (`seeds`: all seeds trained together with
-    it, or empty for a single run); call after the algorithm has built its parts."""
+    """The run.json fields of a new run of `comp` with `seed` (`seeds`: all seeds trained
+    together with it, or empty for a single run); call after the algorithm has built its
+    parts."""
     exp = comp.experiment
     return {
         "recipe": portable(comp.recipe),

@@ -13,7 +13,7 @@ check, which are command lines over these.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +22,50 @@ from components.experiment.resume import check_one_recipe, recorded_run
 from components.experiment.run import Finished, train
 from components.experiment.trained import analyse as _analyse
 from components.experiment.trained import load_trained
-from components.outputs.run_dir import pending_analyses, run_lock
-from components.outputs.run_record import compose_recorded
+from components.outputs.run_dir import run_lock
+from components.outputs.run_record import compose_recorded, pending_analyses
 from registry import Composition, FocalppError
 
 
-def resume(*run_dirs: str | Path, plugins: Sequence[str] = ()) -> Finished | None:
+def resume(
+    *run_dirs: str | Path,
+    plugins: Sequence[str] = (),
+    recipe: str | None = None,
+    given: Mapping[str, Any] | None = None,
+    numerics_asked: str | None = None,
+) -> Finished | None:
     """Continue the stopped run in `run_dirs` (or the seeds trained together in them) from its
     last checkpoint, with its recorded choices and numerics, to the end; a finished run is left
     as it is but for the end-of-run analyses it has no result of. None where nothing was left
-    to train. `plugins`: the run's plugin files at their new place, where they moved."""
+    to train. `plugins`: the run's plugin files at their new place, where they moved; `recipe`:
+    the recipe file where the recorded one is not on this machine; `given` and
+    `numerics_asked`: choices a caller also states (each must be the recorded one)."""
     dirs = list(dict.fromkeys(Path(d) for d in run_dirs))
-    if not dirs:
-        raise FocalppError("resume: name the run directory (or those of seeds trained together)")
     for d in (d for d in dirs if (d / "eval.json").is_file()):
         finish_analyses(d, plugins)
+    stopped = stopped_runs(dirs, plugins, recipe, given, numerics_asked)
+    return None if stopped is None else continue_runs(*stopped)
+
+
+def stopped_runs(
+    dirs: Sequence[Path],
+    plugins: Sequence[str] = (),
+    recipe: str | None = None,
+    given: Mapping[str, Any] | None = None,
+    numerics_asked: str | None = None,
+) -> tuple[Composition, list[Path], list[dict]] | None:
+    """The unfinished runs of `dirs` as `continue_runs` takes them (their composition, rebuilt
+    from the first's run.json; their directories; their records), every recorded choice
+    checked against what is `given`; None where every run has finished."""
+    if not dirs:
+        raise FocalppError("resume: name the run directory (or those of seeds trained together)")
     todo = [d for d in dirs if not (d / "eval.json").is_file()]
     if not todo:
         return None
-    records = [recorded_run(d, plugins=plugins) for d in todo]
+    records = [recorded_run(d, recipe=recipe, given=given, plugins=plugins) for d in todo]
     check_one_recipe(records, todo)
-    check_numerics(None, records, todo)
-    return continue_runs(compose_recorded(records[0], todo[0]), todo, records)
+    check_numerics(numerics_asked, records, todo)
+    return compose_recorded(records[0], todo[0]), todo, records
 
 
 def continue_runs(comp: Composition, dirs: list[Path], records: list[dict]) -> Finished | None:
@@ -61,7 +83,7 @@ def continue_runs(comp: Composition, dirs: list[Path], records: list[dict]) -> F
 def check_numerics(asked: str | None, records: list[dict], dirs: list[Path]) -> None:
     """A run goes on with the numerics it started with (others would give other bits than the
     run never stopped), and this process must have them."""
-    modes = {(r.get("numerics") or {}).get("mode", numerics.FREE) for r in records}
+    modes = {r["numerics"]["mode"] for r in records}  # read, so migrated: always there
     if len(modes) > 1:
         raise FocalppError(f"the runs {', '.join(map(str, dirs))} trained with different numerics")
     (mode,) = modes

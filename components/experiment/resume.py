@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.experiment.record import dataset_of
+from components.experiment.facts import dataset_of
 from components.outputs.run_record import (
     plugin_reference,
     portable,

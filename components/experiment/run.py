@@ -4,7 +4,6 @@ runs, train and meta-test, run the analyses it asked for, and return what it fin
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import shutil
 from collections.abc import Sequence
@@ -17,9 +16,9 @@ import torch
 from rich.markup import escape
 
 from components.contracts import check
-from components.evaluation.analyses import scalars
+from components.evaluation.analyses import check_names, scalars
 from components.experiment.build import build_algorithm
-from components.experiment.record import configuration_record, run_record, seed_config
+from components.experiment.facts import configuration_record, run_facts, seed_config
 from components.experiment.resume import check_dataset
 from components.experiment.trained import analyse
 from components.outputs.checkpoint import CHECKPOINT
@@ -31,6 +30,7 @@ from components.outputs.run_dir import (
     run_lock,
     run_name,
 )
+from components.outputs.run_record import write_run_record
 from registry import Composition, FocalppError, RunContext
 from registry.usage import check_used
 from registry.validation import shadowed_bindings
@@ -64,6 +64,7 @@ def run(
             run's directory and records); None: the composition's own seed.
         label: a name for this run's variant, kept in run.json for reports.
     """
+    check_names(comp.experiment.analyses)  # a misspelt analysis fails before the run, not after
     grouped = seeds is not None
     seeds = tuple(seeds) if seeds is not None else (comp.experiment.seed,)
     where = None if out_dir is None else Path(out_dir)
@@ -144,7 +145,7 @@ def train(
         configuration = configuration_record(exp.analyses)
         for seed, d in zip(seeds, run_dirs, strict=True):
             atomic_write_text(d / "config.gin", seed_config(seed, grouped))
-            record = run_record(
+            record = run_facts(
                 comp,
                 algorithm,
                 seed,
@@ -152,7 +153,7 @@ def train(
                 seeds=seeds if grouped else (),
                 configuration=configuration,
             )
-            atomic_write_text(d / "run.json", json.dumps(record, indent=1))
+            write_run_record(d, record)
     for d in run_dirs:
         out.print(f"run directory: {escape(str(d))}")
     try:

@@ -114,14 +114,6 @@ def missing_analyses(run_dir: Path, names: Sequence[str]) -> tuple[str, ...]:
     return tuple(n for n in names if n not in done)
 
 
-def pending_analyses(run_dir: Path) -> tuple[str, ...]:
-    """The analyses the run asked for at its end (`experiment.analyses`, kept in run.json)
-    that it has no result of: the process stopped after eval.json, while they ran."""
-    record = run_dir / "run.json"
-    asked = json.loads(record.read_text()).get("analyses", []) if record.is_file() else []
-    return missing_analyses(run_dir, asked)
-
-
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the whole new one, never half."""
     atomic_write_bytes(path, text.encode("utf-8"))

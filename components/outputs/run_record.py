@@ -1,22 +1,50 @@
-"""A run directory's record (run.json) and the trained algorithm it describes.
+"""run.json, a run directory's record of what ran: the one module that writes, reads, extends and
+migrates it, and composes the run again from it.
 
-`tools/run.py --resume` continues a run from its record; `tools/analyze.py` rebuilds the trained
-algorithm from the record and its checkpoint to measure it.
+A new run's fields are gathered in components/experiment/facts.py and written here
+(`write_run_record`); the trainer adds what it settles later (`add_to_run_record`: the precision
+'auto' chose); everything that reads a run — resume, load, analyse, reports, a study — reads it
+through `read_run_record`, which checks it and migrates a record written before a field existed
+(`migrate`), and a run is rebuilt from its record with `compose_recorded`. Read before torch
+loads (`recorded_numerics`: which numerics a resumed run's process must be given).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from components.outputs.run_dir import atomic_write_text
+from components.outputs.run_dir import atomic_write_text, missing_analyses
 from registry import Composition, FocalppError, compose, default_recipes_dir
 from registry.constraints import check_seed
 from registry.recipes import compose_config
 
+RUN_JSON = "run.json"
 RECORDED = ("recipe", "env", "scale", "seed", "device")
+# What a record written before a field existed means by its absence (an old run trained with
+# each machine's own numerics; no bindings, plugins, label or end-of-run analyses given).
+ADDED_SINCE: dict[str, Any] = {
+    "numerics": {"mode": "free", "note": "recorded before numerics were"},
+    "bindings": [],
+    "plugins": [],
+    "label": "",
+    "analyses": [],
+    "sources": [],
+}
+
+
+def write_run_record(run_dir: Path, record: dict[str, Any]) -> None:
+    """Write a new run's run.json whole (a reader sees the old file or the new one, never half)."""
+    atomic_write_text(Path(run_dir) / RUN_JSON, json.dumps(record, indent=1))
+
+
+def migrate(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` with the fields it was written without filled as their absence means
+    (ADDED_SINCE); a record of today comes back equal."""
+    return {**{k: copy.deepcopy(v) for k, v in ADDED_SINCE.items() if k not in record}, **record}
 
 
 def portable(path: str | Path) -> str:
@@ -54,7 +82,7 @@ def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FocalppError(f"cannot {doing} {run_dir}: no such run directory")
-    path = run_dir / "run.json"
+    path = run_dir / RUN_JSON
     if not path.is_file():
         raise FocalppError(f"cannot {doing} {run_dir}: not a run directory (it has no run.json)")
     try:
@@ -69,7 +97,7 @@ def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
     if missing:
         raise FocalppError(f"cannot {doing} {run_dir}: {path} lacks {', '.join(missing)}")
     _check_recorded_values(record, path, f"cannot {doing} {run_dir}")
-    return record
+    return migrate(record)
 
 
 def _check_recorded_values(record: dict[str, Any], path: Path, prefix: str) -> None:
@@ -89,11 +117,34 @@ def _check_recorded_values(record: dict[str, Any], path: Path, prefix: str) -> N
 def add_to_run_record(run_dir: Path, key: str, value: Any) -> None:
     """Set `key` in the run's run.json, where it has one (tools/run.py writes it; a trainer
     built elsewhere, e.g. by a benchmark, has none)."""
-    path = Path(run_dir) / "run.json"
+    path = Path(run_dir) / RUN_JSON
     if path.is_file():
         record = json.loads(path.read_text())
         if record.get(key) != value:
             atomic_write_text(path, json.dumps({**record, key: value}, indent=1))
+
+
+def pending_analyses(run_dir: Path) -> tuple[str, ...]:
+    """The analyses the run asked for at its end (`experiment.analyses`, kept in run.json)
+    that it has no result of: the process stopped after eval.json, while they ran."""
+    path = Path(run_dir) / RUN_JSON
+    asked = json.loads(path.read_text()).get("analyses", []) if path.is_file() else []
+    return missing_analyses(Path(run_dir), asked)
+
+
+def recorded_numerics(run_dirs: Sequence[str | Path]) -> str | None:
+    """The numerics the runs in `run_dirs` trained with, as their run.json says (None where
+    none says: a run recorded before numerics were, or no readable record). Light on purpose:
+    a command reads it before torch and numpy load, to give its process the same numerics."""
+    for run_dir in run_dirs:
+        try:
+            record = json.loads((Path(run_dir) / RUN_JSON).read_text())
+        except (OSError, ValueError):
+            continue
+        found = record.get("numerics") if isinstance(record, dict) else None
+        if isinstance(found, dict) and found.get("mode") in ("portable", "free"):
+            return found["mode"]
+    return None
 
 
 def plugin_reference(plugin: str) -> str:

@@ -1,9 +1,9 @@
-"""One job of a study, executed the way a user would: `tools/run.py` (or, for a dataset shard,
-`tools/collect.py`) in a fresh process.
+"""One job of a study: a library call (`run`, `resume`, `analyse`, a dataset's `collect`) in a
+worker process of its own (`components/sweep/worker.py`).
 
-A fresh process per run re-parses the recipe and bindings (gin is process-global), isolates a
-crash, and gives each run its own thread budget. The run's directory decides what happens:
-finished (eval.json) → skipped; checkpointed → `--resume`; started but never checkpointed →
+A fresh process per job gets its numerics and thread budget before torch loads, keeps gin's
+global state to itself, and isolates a crash. The run's directory decides what happens:
+finished (eval.json) → skipped; checkpointed → `resume`; started but never checkpointed →
 removed and started again. So executing a job twice never does the work twice, and a lock per
 job keeps two sweeps (say, one restarted while the old one's runs still finish) from working in
 the same run directory at once.
@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import components.numerics as numerics
-from components.commands import tool_command, tool_env
+from components.checkout import checkout_env
 from components.outputs.checkpoint import CHECKPOINT
+from components.sweep import worker
 from components.sweep.study import AnalyzeSpec, CollectSpec, RunSpec, SeedGroupSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-USER_ERROR = 2  # tools/run.py's exit status for a bad recipe, binding or dataset
+USER_ERROR = worker.USER_ERROR  # a bad recipe, binding or dataset: not retried
 # In the study directory while a study runs, once one of its jobs was refused for bad input:
 # the reason. Jobs not yet started then start no process (the same recipe, bindings or data
 # would be refused again, one process after another); the runner removes it.
@@ -90,8 +91,8 @@ class Outcome:
 
 
 def execute(job: Job) -> Outcome:
-    """Run (or resume, or skip) one job in a `tools/<tool>.py` subprocess; never raises for the
-    job's own failures, which come back as a failed Outcome with the reason."""
+    """Run (or resume, or skip) one job in a worker process; never raises for the job's own
+    failures, which come back as a failed Outcome with the reason."""
     job.lock.parent.mkdir(parents=True, exist_ok=True)
     with open(job.lock, "a") as lock:
         try:
@@ -118,10 +119,10 @@ def _execute(job: Job, lock_fd: int) -> Outcome:
     name, run_dir = job.spec.name, job.run_dir
     if isinstance(job.spec, SeedGroupSpec):
         return _execute_group(job, lock_fd)
-    if job.spec.tool != "run":  # collect.py and analyze.py: done when they exit cleanly
+    if not isinstance(job.spec, RunSpec):  # a dataset or an analysis: done when it exits cleanly
         if stopped := halted(job):
             return stopped
-        proc = _subprocess(job, job.spec.run_args(), lock_fd)
+        proc = _worker(job, *job.spec.call(), lock_fd)
         if proc.returncode == 0:
             return Outcome(name, "done", "ran")
         return Outcome(name, "failed", "ran", _reason(proc), proc.returncode != USER_ERROR)
@@ -130,13 +131,13 @@ def _execute(job: Job, lock_fd: int) -> Outcome:
     if stopped := halted(job):
         return stopped
     if (run_dir / CHECKPOINT).is_file():
-        how, args = "resumed", ["--resume", str(run_dir)]
+        how, call = "resumed", ("resume", {"run_dirs": [str(run_dir)]})
     else:
         if run_dir.exists():  # died before its first checkpoint: nothing worth keeping
             shutil.rmtree(run_dir)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
-        how, args = "ran", [*job.spec.run_args(), "--out", str(run_dir)]
-    proc = _subprocess(job, args, lock_fd)
+        how, call = "ran", job.spec.call(str(run_dir))
+    proc = _worker(job, *call, lock_fd)
     if proc.returncode == 0 and (run_dir / "eval.json").is_file():
         return Outcome(name, "done", how)
     return Outcome(name, "failed", how, _reason(proc), retryable=proc.returncode != USER_ERROR)
@@ -152,22 +153,19 @@ def _execute_group(job: Job, lock_fd: int) -> Outcome:
         return Outcome(spec.name, "done", "skipped")
     if stopped := halted(job):
         return stopped
-    resumable = [d for d in todo.values() if (d / CHECKPOINT).is_file()]
+    resumable = [str(d) for d in todo.values() if (d / CHECKPOINT).is_file()]
     fresh = [seed for seed, d in todo.items() if not (d / CHECKPOINT).is_file()]
     hows, procs = [], []
     if resumable:
         hows.append("resumed")
-        procs.append(_subprocess(job, ["--resume", *map(str, resumable)], lock_fd))
+        procs.append(_worker(job, "resume", {"run_dirs": resumable}, lock_fd))
     if fresh:
         for seed in fresh:
             if dirs[seed].exists():  # died before its first checkpoint: nothing worth keeping
                 shutil.rmtree(dirs[seed])
         runs.mkdir(parents=True, exist_ok=True)
-        args = spec.run_args()
-        at = args.index("--seeds")
-        args[at + 1] = ",".join(map(str, fresh))
         hows.append("ran")
-        procs.append(_subprocess(job, [*args, "--out", spec.out_template(runs)], lock_fd))
+        procs.append(_worker(job, *spec.call(runs, fresh), lock_fd))
     how = " and ".join(hows)
     if all((d / "eval.json").is_file() for d in dirs.values()):
         return Outcome(spec.name, "done", how)
@@ -181,22 +179,20 @@ def _execute_group(job: Job, lock_fd: int) -> Outcome:
     )
 
 
-def _subprocess(job: Job, args: list[str], lock_fd: int) -> subprocess.CompletedProcess:
-    """`tools/<tool>.py ARGS` (as `python -m components.cli.<tool>`) with the job's thread
-    budget; output appended to its log."""
+def _worker(job: Job, call: str, arguments: dict, lock_fd: int) -> subprocess.CompletedProcess:
+    """The library's `call` with `arguments` in a worker process with the job's numerics and
+    thread budget (set before it loads torch); output appended to the job's log."""
     job.log.parent.mkdir(parents=True, exist_ok=True)
     threads = str(job.threads)
-    env = tool_env({**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
-    # numerics are set before the tool's process loads torch: a portable run's, or a build's
-    mode = getattr(job.spec, "numerics", numerics.PORTABLE if job.spec.tool == "collect" else None)
-    if mode is not None:
-        env = numerics.child_env(mode, env)
+    env = checkout_env({**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    env = numerics.child_env(job.spec.numerics, env)
     env["COLUMNS"] = "200"
+    command = worker.command(call, arguments)
     with open(job.log, "a", encoding="utf-8") as log:
-        log.write(f"$ tools/{job.spec.tool}.py {' '.join(args)}\n")
+        log.write(f"$ {call} {command[-1]}\n")
         log.flush()
         proc = subprocess.run(
-            tool_command(job.spec.tool, args),
+            command,
             stdout=log,
             stderr=subprocess.PIPE,
             text=True,

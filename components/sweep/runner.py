@@ -18,8 +18,8 @@ from components.outputs.run_dir import (
     atomic_write_text,
     make_dirs,
     missing_analyses,
-    pending_analyses,
 )
+from components.outputs.run_record import pending_analyses
 from components.sweep.job import HALT, Job, Outcome, run_summary
 from components.sweep.study import AnalyzeSpec, SeedGroupSpec, Study, StudyError
 from registry.renames import renamed_binding

@@ -25,6 +25,8 @@ The same file runs on every backend (tools/sweep.py --backend local|ray).
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +44,8 @@ class StudyError(FocalppError):
 
 @dataclass(frozen=True)
 class CollectSpec:
-    """One dataset job of a study: `tools/collect.py` building shard `shard` = (i, K) of an
-    environment's dataset, or merging its K shards (`merge` = K)."""
+    """One dataset job of a study: building shard `shard` = (i, K) of an environment's dataset
+    (`components.data.collect.collect_shard`), or merging its K shards (`merge` = K)."""
 
     name: str
     env: str
@@ -51,38 +53,36 @@ class CollectSpec:
     bindings: tuple[str, ...] = ()
     shard: tuple[int, int] | None = None
     merge: int | None = None
-    tool = "collect"
+    numerics: str = "portable"  # a dataset is built with portable numerics
 
-    def run_args(self) -> list[str]:
-        args = ["--env", self.env, "--scale", self.scale]
-        args += ["--shard", f"{self.shard[0]}/{self.shard[1]}"] if self.shard else []
-        args += ["--merge", str(self.merge)] if self.merge else []
-        for binding in self.bindings:
-            args += ["--gin_param", binding]
-        return args
+    def call(self) -> tuple[str, dict[str, Any]]:
+        """The library call a worker makes for this job, and its arguments."""
+        choices = {"env": self.env, "scale": self.scale, "bindings": list(self.bindings)}
+        if self.shard:
+            return "collect_shard", {**choices, "index": self.shard[0], "count": self.shard[1]}
+        return "collect", {**choices, "merge": self.merge}
 
 
 @dataclass(frozen=True)
 class AnalyzeSpec:
-    """Analyses of one finished run: `tools/analyze.py RUN_DIR --analyses ...`."""
+    """Analyses of one finished run (`components.experiment.analyse`)."""
 
     name: str
     run_dir: str
     analyses: tuple[str, ...]
     plugins: tuple[str, ...] = ()  # the study's plugins: an analysis may be one of theirs
     numerics: str = "portable"  # the study's: analyses compute with the runs' numerics
-    tool = "analyze"
 
-    def run_args(self) -> list[str]:
-        args = [self.run_dir, "--analyses", ",".join(self.analyses)]
-        for plugin in self.plugins:
-            args += ["--plugin", plugin]
-        return args
+    def call(self) -> tuple[str, dict[str, Any]]:
+        """The library call a worker makes for this job, and its arguments."""
+        arguments = {"analyses": list(self.analyses), "plugins": list(self.plugins)}
+        return "analyse", {"run_dir": self.run_dir, **arguments}
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a study: what `tools/run.py` is asked for, and its directory's name."""
+    """One run of a study: what `components.experiment.run` is asked for (as `tools/run.py`
+    would be), and its directory's name."""
 
     name: str
     recipe: str
@@ -93,17 +93,26 @@ class RunSpec:
     plugins: tuple[str, ...] = ()
     variant: str = ""
     numerics: str = "portable"
-    tool = "run"
 
-    def run_args(self) -> list[str]:
-        args = ["--recipe", self.recipe, "--env", self.env, "--scale", self.scale]
-        args += ["--seed", str(self.seed), "--numerics", self.numerics]
-        args += ["--label", self.variant] if self.variant else []
-        for binding in self.bindings:
-            args += ["--gin_param", binding]
-        for plugin in self.plugins:
-            args += ["--plugin", plugin]
-        return args
+    @property
+    def members(self) -> tuple[RunSpec, ...]:
+        return (self,)
+
+    def call(self, out: str, seeds: Sequence[int] | None = None) -> tuple[str, dict[str, Any]]:
+        """The library call that starts this run in `out` (with `seeds`: those seeds of a group
+        trained together in one process, `out` naming each one's directory with `{seed}`)."""
+        return "run", {
+            "recipe": self.recipe,
+            "env": self.env,
+            "scale": self.scale,
+            "seeds": list(seeds or (self.seed,)),
+            "grouped": seeds is not None,
+            "out": out,
+            "numerics": self.numerics,
+            "bindings": list(self.bindings),
+            "plugins": list(self.plugins),
+            "label": self.variant,
+        }
 
 
 @dataclass(frozen=True)
@@ -114,23 +123,34 @@ class SeedGroupSpec:
 
     name: str
     members: tuple[RunSpec, ...]
-    tool = "run"
 
     @property
     def numerics(self) -> str:
         return self.members[0].numerics
 
-    def run_args(self) -> list[str]:
-        """`tools/run.py` arguments that start the group (the job adds `--out`)."""
-        args = self.members[0].run_args()
-        at = args.index("--seed")
-        seeds = ",".join(str(m.seed) for m in self.members)
-        return [*args[:at], "--seeds", seeds, *args[at + 2 :]]
+    def call(self, runs_dir: Path, seeds: Sequence[int] | None = None) -> tuple[str, dict]:
+        """The library call that starts the group's `seeds` (default: all) together."""
+        seeds = list(seeds or [m.seed for m in self.members])
+        return self.members[0].call(self.out_template(runs_dir), seeds)
 
     def out_template(self, runs_dir: Path) -> str:
-        """`--out` for the group: the members' directories, `{seed}` standing for the seed."""
+        """The group's directories, `{seed}` standing for the seed."""
         first = self.members[0]
         return str(runs_dir / f"{first.name.removesuffix(f'-s{first.seed}')}-s{{seed}}")
+
+
+def command_line(spec: RunSpec | SeedGroupSpec) -> str:
+    """The `tools/run.py` command that starts the run (or the group of seeds) `spec` by hand:
+    what a study's dry run shows."""
+    arguments = spec.call(Path("runs"))[1] if isinstance(spec, SeedGroupSpec) else spec.call("")[1]
+    seeds = ",".join(map(str, arguments["seeds"]))
+    words = ["--recipe", arguments["recipe"], "--env", arguments["env"]]
+    words += ["--scale", arguments["scale"], "--seeds" if arguments["grouped"] else "--seed", seeds]
+    words += ["--numerics", arguments["numerics"]]
+    words += ["--label", arguments["label"]] if arguments["label"] else []
+    words += [w for b in arguments["bindings"] for w in ("--gin_param", b)]
+    words += [w for p in arguments["plugins"] for w in ("--plugin", p)]
+    return f"tools/run.py {shlex.join(words)}"  # shown to a user, never started
 
 
 @dataclass(frozen=True)

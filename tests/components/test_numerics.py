@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from components import numerics
+from components.outputs.run_record import recorded_numerics
 from tests.conftest import ROOT
 
 DIGESTS = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())["datasets"]
@@ -140,8 +141,11 @@ def test_a_command_line_asks_for_its_mode(tmp_path):
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"numerics": {"mode": "portable"}}))
     assert numerics.resumed(["--resume", str(run), "--debug"]) == [str(run)]
-    assert numerics.recorded([str(run)]) == "portable"
-    assert numerics.recorded([str(tmp_path / "nothing")]) is None
+    assert recorded_numerics([str(run)]) == "portable"
+    assert recorded_numerics([str(tmp_path / "nothing")]) is None
+    assert numerics.pin_for_command(["--resume", str(run)], recorded=recorded_numerics) == (
+        "portable"
+    )
 
 
 def test_a_portable_run_records_its_numerics_and_trains_in_fp32(tiny_data, tmp_path):

@@ -58,3 +58,26 @@ def test_a_composition_outlives_a_cleared_gin(tiny_data, tmp_path):
             "config_digest"
         ]
     )
+
+
+def test_a_study_s_workers_run_each_recipe_s_own_composition(tiny_data, tmp_path):
+    """The same through the sweep: three recipes of one study, run by its workers (library
+    calls in worker processes), each record its recipe's own parts, bindings and digest."""
+    from tests.conftest import cli
+
+    recipes = ("focal.gin", "focalpp.gin", "focalpp_contrastive.gin")
+    study = tmp_path / "three.toml"
+    study.write_text(
+        f'name = "three"\nrecipes = {list(recipes)}\nenvs = ["sparse_point_robot"]\n'
+        f'seeds = [0]\nscale = "tiny"\nbindings = ["task_data.root = \'{tiny_data}\'"]\n'
+    )
+    out = tmp_path / "study"
+    r = cli("sweep", str(study), "--out", str(out), "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    for recipe in recipes:
+        alone = recorded(run(composed(recipe, tiny_data), tmp_path / f"alone-{recipe}").run_dirs[0])
+        swept = recorded(out / "runs" / f"{recipe.removesuffix('.gin')}-sparse_point_robot-s0")
+        assert swept["recipe"] == recipe
+        for key in ("parts", "config_digest", "effective_bindings"):
+            assert swept[key] == alone[key], (recipe, key)
+        assert swept["numerics"]["mode"] == "portable"  # a study's runs: pinned in its workers

@@ -43,7 +43,7 @@ bindings = [
 
 
 def run_pid(run_dir: Path) -> int | None:
-    """The pid of the run process (`python -m components.cli.run`, as a study starts it)
+    """The pid of the run process (`python -m components.sweep.worker`, as a study starts it)
     working in `run_dir`, if one is running."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -52,7 +52,7 @@ def run_pid(run_dir: Path) -> int | None:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"components.cli.run" in argv and str(run_dir).encode() in argv:
+        if b"components.sweep.worker" in argv and any(str(run_dir).encode() in a for a in argv):
             return int(proc.name)
     return None
 
@@ -281,7 +281,7 @@ def test_variants_repeat_runs_with_their_bindings_and_label(tmp_path):
         "focal-sparse_point_robot-wide-s1",
     ]
     assert runs[0].bindings == ("loop.steps = 7", "relabeled.goal_radius = -0.3")
-    assert runs[0].run_args()[runs[0].run_args().index("--label") + 1] == "r0.3"
+    assert runs[0].call("out")[1]["label"] == "r0.3"
 
 
 def test_a_study_runs_an_analysis_from_its_plugins(tiny_data, tmp_path):

@@ -22,8 +22,9 @@ def grouped_study(path: Path, data_root: Path, k: int = 2, seeds=(0, 1, 2)) -> P
 
 
 def kill_group_when_logged(out: Path, run_dir: Path, step: int, proc) -> None:
-    """SIGKILL the run process (`python -m components.cli.run`) training in the study `out` once
-    `run_dir` has logged `step` (a group's command line names its directories by a template)."""
+    """SIGKILL the worker process (`python -m components.sweep.worker run ...`) training in the
+    study `out` once `run_dir` has logged `step` (a group's call names its directories by a
+    template)."""
     while True:  # until the step is logged or the process ends (no clock: load varies)
         assert proc.poll() is None, proc.communicate()
         if any(logged >= step for logged in logged_steps(run_dir)):
@@ -32,7 +33,7 @@ def kill_group_when_logged(out: Path, run_dir: Path, step: int, proc) -> None:
                     argv = (pid / "cmdline").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                if b"components.cli.run" in argv and any(str(out).encode() in a for a in argv):
+                if b"components.sweep.worker" in argv and any(str(out).encode() in a for a in argv):
                     os.kill(int(pid.name), signal.SIGKILL)
                     return
         time.sleep(0.02)
@@ -45,8 +46,9 @@ def test_jobs_group_the_seeds_of_each_row(tiny_data, tmp_path):
         "focal-sparse_point_robot-s0-1",
         "focal-sparse_point_robot-s2-2",
     ]
-    assert isinstance(jobs[0], SeedGroupSpec) and "--seeds" in jobs[0].run_args()
-    assert jobs[0].run_args()[jobs[0].run_args().index("--seeds") + 1] == "0,1"
+    assert isinstance(jobs[0], SeedGroupSpec)
+    call, arguments = jobs[0].call(tmp_path / "runs")
+    assert call == "run" and arguments["seeds"] == [0, 1] and arguments["grouped"]
 
 
 def test_a_grouped_study_writes_single_runs_and_resumes_a_killed_group(tiny_data, tmp_path):

@@ -1,0 +1,104 @@
+"""A study's job in a process of its own, calling the library: `run`, `resume`, `analyse`,
+`collect` or `collect_shard`, as `python -m components.sweep.worker CALL JSON`.
+
+The process is fresh for each job so that its numerics and thread budget are set before torch
+loads (`job.py` gives it the environment), a crash stays in it, and gin's global state is its
+own. It prints what the command line would (the run's metrics and headline) into the job's log;
+a user's error (a bad recipe, binding or dataset) ends it with one `error:` line and exit
+status 2, which the study does not retry.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+CALLS = ("run", "resume", "analyse", "collect", "collect_shard")
+USER_ERROR = 2
+
+
+def command(call: str, arguments: dict[str, Any]) -> list[str]:
+    """argv of a worker process doing `call` with `arguments` (JSON-able)."""
+    if call not in CALLS:
+        raise ValueError(f"no worker call {call!r}: one of {CALLS}")
+    return [sys.executable, "-m", __name__, call, json.dumps(arguments, sort_keys=True)]
+
+
+def _run(
+    recipe, env, scale, seeds, grouped, out, numerics, bindings=(), plugins=(), label=""
+) -> None:
+    from components.experiment import run
+    from components.numerics import require
+    from registry import compose
+
+    require(numerics)  # set by the job before this process loaded torch
+    comp = compose(recipe, env=env, scale=scale, seed=seeds[0], bindings=bindings, plugins=plugins)
+    _show(run(comp, out, seeds=tuple(seeds) if grouped else None, label=label))
+
+
+def _resume(run_dirs) -> None:
+    from components.experiment import resume
+
+    finished = resume(*run_dirs)
+    if finished is not None:
+        _show(finished)
+
+
+def _analyse(run_dir, analyses, plugins=()) -> None:
+    from components.evaluation.analyses import scalars
+    from components.experiment import analyse
+
+    for name, result in analyse(run_dir, analyses, plugins).items():
+        print(f"{name}: {scalars(result)}")
+
+
+def _collect(env, **choices) -> None:
+    from components.data.collect import collect
+
+    print(f"dataset: {collect(env, **choices).path}")
+
+
+def _collect_shard(env, index, count, **choices) -> None:
+    from components.data.collect import collect_shard
+
+    print(f"shard {index}/{count}: {collect_shard(env, index, count, **choices)}")
+
+
+def _show(finished: Any) -> None:
+    for key, value in finished.metrics.items():
+        print(f"{key}: {value}")
+    if finished.headline is not None:
+        print(finished.headline)
+
+
+DO: dict[str, Callable[..., None]] = {
+    "run": _run,
+    "resume": _resume,
+    "analyse": _analyse,
+    "collect": _collect,
+    "collect_shard": _collect_shard,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    call, arguments = (sys.argv[1:] if argv is None else list(argv))[:2]
+    from components.outputs.console import err
+    from components.runtime import tune_allocator
+    from registry import FocalppError
+
+    tune_allocator()
+    try:
+        DO[call](**json.loads(arguments))
+    except FocalppError as e:
+        err.print(f"error: {e}", markup=False)
+        return USER_ERROR
+    except KeyboardInterrupt as e:
+        err.print(f"interrupted: {e}" if str(e) else "interrupted", markup=False)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
