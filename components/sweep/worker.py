@@ -10,11 +10,13 @@ status 2, which the study does not retry.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+MODULE = "components.sweep.worker"  # `__name__` is `__main__` in the worker process itself
 CALLS = ("run", "resume", "analyse", "collect", "collect_shard")
 USER_ERROR = 2
 
@@ -23,7 +25,7 @@ def command(call: str, arguments: dict[str, Any]) -> list[str]:
     """argv of a worker process doing `call` with `arguments` (JSON-able)."""
     if call not in CALLS:
         raise ValueError(f"no worker call {call!r}: one of {CALLS}")
-    return [sys.executable, "-m", __name__, call, json.dumps(arguments, sort_keys=True)]
+    return [sys.executable, "-m", MODULE, call, json.dumps(arguments, sort_keys=True)]
 
 
 def _run(
@@ -82,15 +84,40 @@ DO: dict[str, Callable[..., None]] = {
 }
 
 
+def parse(argv: Sequence[str]) -> tuple[Callable[..., None], dict[str, Any]]:
+    """The library call and its arguments a worker's argv names; a ValueError saying what is
+    wrong (the job that started it built a bad call: nothing is run)."""
+    if len(argv) != 2:
+        raise ValueError(f"expected CALL JSON (2 arguments), got {len(argv)}: {list(argv)}")
+    call, text = argv
+    if call not in DO:
+        raise ValueError(f"no worker call {call!r}: one of {', '.join(CALLS)}")
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the arguments of {call} are not JSON ({e}): {text[:200]!r}") from e
+    if not isinstance(arguments, dict):
+        raise ValueError(f"the arguments of {call} must be a JSON object, got {text[:200]!r}")
+    try:
+        inspect.signature(DO[call]).bind(**arguments)
+    except TypeError as e:
+        raise ValueError(f"the arguments of {call} do not fit it: {e}") from e
+    return DO[call], arguments
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    call, arguments = (sys.argv[1:] if argv is None else list(argv))[:2]
+    try:
+        do, arguments = parse(sys.argv[1:] if argv is None else list(argv))
+    except ValueError as e:
+        print(f"error: python -m {MODULE}: {e}", file=sys.stderr)
+        return USER_ERROR
     from components.outputs.console import err
     from components.runtime import tune_allocator
     from registry import FocalppError
 
     tune_allocator()
     try:
-        DO[call](**json.loads(arguments))
+        do(**arguments)
     except FocalppError as e:
         err.print(f"error: {e}", markup=False)
         return USER_ERROR
