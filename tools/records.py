@@ -22,6 +22,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from components.outputs.console import out, run_tool
+from components.outputs.run_record import RUN_JSON
 from components.reports.records import is_records, read_records, run_dirs_under, write_records
 from components.reports.report import report
 from components.sweep.runner import INDEX, read_index
@@ -50,7 +51,7 @@ def sources(paths: Sequence[Path]) -> list[tuple[Path, Path]]:
             root = path / "runs"
             done = [e for e in read_index(path)["runs"] if e["status"] == "done" and e["run_dir"]]
             found += [(path / e["run_dir"], root) for e in done]
-        elif (path / "run.json").is_file():
+        elif (path / RUN_JSON).is_file():
             found.append((path, path.parent))
         else:
             root = path / "runs" if (path / "runs").is_dir() else path

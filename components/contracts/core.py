@@ -486,7 +486,7 @@ def loss_terms(value: Any, what: str) -> dict[str, torch.Tensor]:
         if not isinstance(term, torch.Tensor) or term.dim() != 0:
             raise Broken(f"make {key} a scalar tensor", f"it is {_kind(term)}")
         if not torch.isfinite(term):
-            raise Broken(f"make {key} finite", f"it is {float(term)}")
+            raise Broken(f"make {key} finite", f"it is {float(term.detach())}")
     return losses
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from components.outputs.metrics import jsonl, read_metrics
 from components.outputs.run_dir import atomic_write_all, make_dirs, removed_on_failure
-from components.outputs.run_record import read_run_record
+from components.outputs.run_record import RUN_JSON, read_run_record
 from components.reports.builds import UNKNOWN, check_one_build
 from components.reports.readings import comparable, last_meta_tests
 from registry import FocalppError
@@ -75,7 +75,7 @@ def is_records(path: Path) -> bool:
 def run_dirs_under(root: Path) -> list[Path]:
     """The finished run directories (run.json and eval.json) under `root`, sorted."""
     return sorted(
-        p.parent for p in Path(root).rglob("eval.json") if (p.parent / "run.json").is_file()
+        p.parent for p in Path(root).rglob("eval.json") if (p.parent / RUN_JSON).is_file()
     )
 
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from components.outputs.console import err
 from components.outputs.metrics import read_metrics
-from components.outputs.run_record import read_run_record
+from components.outputs.run_record import RUN_JSON, read_run_record
 from components.reports.records import (
     RUNS,
     check_analysis,
@@ -51,7 +51,7 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
                     reason = entry.get("reason", "no reason recorded")
                     others.append(f"failed: {entry['name']} ({reason})")
         else:
-            run_dirs = [p.parent for p in sorted(root.rglob("run.json"))]
+            run_dirs = [p.parent for p in sorted(root.rglob(RUN_JSON))]
         for run_dir in run_dirs:
             if run_dir.resolve() in seen:  # named twice (a run and its parent): one run
                 continue

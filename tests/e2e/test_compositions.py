@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import gin
+import pytest
 
 from components.experiment import run
 from registry import compose
@@ -25,12 +26,17 @@ def recorded(run_dir) -> dict:
     return json.loads((run_dir / "run.json").read_text())
 
 
-def test_runs_interleaved_with_compositions_train_their_own(tiny_data, tmp_path):
-    alone = {}
-    for recipe in ("focal.gin", "focalpp.gin", "focalpp_contrastive.gin"):  # each by itself
-        alone[recipe] = recorded(
-            run(composed(recipe, tiny_data), tmp_path / f"alone-{recipe}").run_dirs[0]
-        )
+RECIPES = ("focal.gin", "focalpp.gin", "focalpp_contrastive.gin")
+
+
+@pytest.fixture(scope="module")
+def alone(tiny_data, tmp_path_factory) -> dict[str, dict]:
+    """Each recipe's run.json, composed and run by itself."""
+    out = tmp_path_factory.mktemp("alone")
+    return {r: recorded(run(composed(r, tiny_data), out / r).run_dirs[0]) for r in RECIPES}
+
+
+def test_runs_interleaved_with_compositions_train_their_own(alone, tiny_data, tmp_path):
     a = composed("focal.gin", tiny_data)
     b = composed("focalpp.gin", tiny_data)
     c = composed("focalpp_contrastive.gin", tiny_data)
@@ -60,12 +66,12 @@ def test_a_composition_outlives_a_cleared_gin(tiny_data, tmp_path):
     )
 
 
-def test_a_study_s_workers_run_each_recipe_s_own_composition(tiny_data, tmp_path):
+def test_a_study_s_workers_run_each_recipe_s_own_composition(alone, tiny_data, tmp_path):
     """The same through the sweep: three recipes of one study, run by its workers (library
     calls in worker processes), each record its recipe's own parts, bindings and digest."""
     from tests.conftest import cli
 
-    recipes = ("focal.gin", "focalpp.gin", "focalpp_contrastive.gin")
+    recipes = RECIPES
     study = tmp_path / "three.toml"
     study.write_text(
         f'name = "three"\nrecipes = {list(recipes)}\nenvs = ["sparse_point_robot"]\n'
@@ -75,9 +81,8 @@ def test_a_study_s_workers_run_each_recipe_s_own_composition(tiny_data, tmp_path
     r = cli("sweep", str(study), "--out", str(out), "--workers", "2")
     assert r.returncode == 0, r.stderr
     for recipe in recipes:
-        alone = recorded(run(composed(recipe, tiny_data), tmp_path / f"alone-{recipe}").run_dirs[0])
         swept = recorded(out / "runs" / f"{recipe.removesuffix('.gin')}-sparse_point_robot-s0")
         assert swept["recipe"] == recipe
         for key in ("parts", "config_digest", "effective_bindings"):
-            assert swept[key] == alone[key], (recipe, key)
+            assert swept[key] == alone[recipe][key], (recipe, key)
         assert swept["numerics"]["mode"] == "portable"  # a study's runs: pinned in its workers
