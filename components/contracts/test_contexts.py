@@ -13,6 +13,7 @@ import torch
 from components.contracts.core import Broken, build, contract
 from components.evaluation.episodes import Returns
 from components.evaluation.test_contexts import NotApplicable, Scene
+from components.evaluation.test_contexts.sealed import TestDataRead, without_test_data
 
 
 class TestContext(Protocol):
@@ -73,12 +74,14 @@ def probe_test_context(factory, given) -> None:
     pair, env_pair = probe_scene([0, 1])
     alone, env_alone = probe_scene([1])
     try:
-        if not reads:
-            pair.data = alone.data = None  # reading them now fails: it said it would not
+        if not reads:  # reading them now raises, naming what it reached for: it said it would not
+            pair, alone = without_test_data(pair, "probe"), without_test_data(alone, "probe")
         try:
             first, again, single = protocol(pair), protocol(pair), protocol(alone)
         except NotApplicable:
             return  # the probe's scene has no dataset or training tasks: nothing to score
+        except TestDataRead as e:
+            raise Broken("read none of the test tasks' offline data, as it says", str(e)) from e
     finally:
         env_pair.close()
         env_alone.close()

@@ -27,7 +27,8 @@ def quality_checkpoint(dataset: Dataset, quality: str, task: int) -> int:
     chosen = sources[task].get("checkpoint_steps", []) if task < len(sources) else []
     if len(chosen) != 1 or chosen[0] not in steps:
         raise DatasetError(
-            f"{dataset.path}: quality {quality!r} of task {task} does not come from one kept "
+            f"{dataset.manifest.get('family', 'the dataset')}: quality {quality!r} of task "
+            f"{task} does not come from one kept "
             f"checkpoint (it names {chosen}); choose random, medium or expert"
         )
     return steps.index(chosen[0])

@@ -14,7 +14,6 @@ context: with `curve=False` only that episode is rolled out (same result, `episo
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from components.evaluation.ceiling import ceiling
 from components.evaluation.episodes import Returns
 from components.evaluation.modes import eval_mode
 from components.evaluation.test_contexts import NotApplicable, Scene
+from components.evaluation.test_contexts.sealed import without_test_data
 from registry import FocalppError, get, names, register
 from registry.constraints import Count, PositiveInt
 from registry.validation import check_arguments
@@ -319,7 +319,7 @@ class MetaTest:
         for name, protocol in self.protocols.items():
             if name == "offline":
                 continue
-            seen = scene if protocol.reads_test_data else dataclasses.replace(scene, data=None)
+            seen = scene if protocol.reads_test_data else without_test_data(scene, name)
             try:
                 scored[name] = protocol(seen)
             except NotApplicable as e:

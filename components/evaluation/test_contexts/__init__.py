@@ -5,6 +5,7 @@ time (docs/TEST_CONTEXTS.md). Each is a registered `test_context`; the meta-test
 import components.evaluation.test_contexts.non_prior
 import components.evaluation.test_contexts.offline
 import components.evaluation.test_contexts.online_greedy
+import components.evaluation.test_contexts.online_posterior
 import components.evaluation.test_contexts.online_prior
 import components.evaluation.test_contexts.other_behaviour
 import components.evaluation.test_contexts.zero_shot  # noqa: F401

@@ -1,25 +1,37 @@
-"""`online_greedy` (IDAQ / GCC's greedy online adaptation): the agent explores the test task by
-trying the task vectors of training tasks, keeps an episode in its context only when it beats
-the best return so far, and plays the scored episode with the z that earned the best return.
+"""`online_greedy` (IDAQ's greedy online adaptation, Wang et al. 2023, which GCC's code shares):
+the agent explores the test task by trying the task vectors of training tasks, keeps an episode
+in its context only when it beats the best return so far, and plays the scored episode with the
+z that earned the best return.
 
 Steps, per test row (IDAQ's `OMRLOnlineAdaptAlgorithm.collect_paths`, simplified to what a
 batched meta-test can do in lockstep):
 1. Hypotheses: each training task's z, inferred by the encoder from C of its offline
    transitions.
-2. Phase 1 (the first `explore_fraction` of the collection episodes): each episode tries the
-   z of a training task — among `candidates` drawn at random, the one farthest from those the
-   row has tried (the first: the first candidate). The best-return episode is kept as the
-   context, its z as the best z.
-3. Phase 2 (the rest): z is inferred from the kept context and an episode played; it joins the
-   context, and its z becomes the best, only if its return beats the best so far.
+2. Phase 1 (the first `explore_fraction` of the collection episodes, rounded up, and never all
+   of them): each episode tries the z of a training task — among `candidates` drawn at random,
+   the one farthest from those the row has tried (the first: the first candidate). The
+   best-return episode is kept as the context, its z as the best z.
+3. Phase 2 (the rest, at least one): z is inferred from the kept context — transitions of the
+   test task — and an episode played; it joins the context, and its z becomes the best, only
+   if its return beats the best so far.
 4. Scored: one episode with the best z.
 
-Decisions: the return compared is the one the agent sees (sparse on sparse families); as many
-collection episodes as the offline context holds (its C transitions); the deterministic policy
-throughout, as in IDAQ. IDAQ's phase 2 samples z from a posterior; our encoders give one z per
-context, so phase 2 re-infers it instead."""
+IDAQ on Meta-World ML1 (its `cpearl-ml1.json` and `run_ml1.sh`): 5,000 steps at horizon 500, 10
+episodes, the first 5 exploring, the 10th scored with the best z: `episodes = 9` collection
+episodes before the scored one, which the Meta-World column binds. On the point robot and
+MuJoCo the default, as many as the offline context holds (C // horizon: 20 and 3), is near IDAQ's
+own (20 and 5).
+
+Decisions: the return compared is the one the agent sees (sparse on sparse families); the
+deterministic policy throughout, as in IDAQ; fewer than two collection episodes cannot explore
+and then choose, so the protocol does not score such a run (its cell says why). IDAQ's phase 2
+samples z from a posterior; our encoders give one z per context, so phase 2 re-infers it
+instead. IDAQ's revert goes back to the context before the best episode joined it; ours keeps
+the best one (`kept_after`)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -38,29 +50,45 @@ class OnlineGreedy:
     """Try training tasks' z, keep what earns more, score with the best.
 
     Args:
-        explore_fraction: the share of the collection episodes in phase 1 (at least one).
+        explore_fraction: the share of the collection episodes in phase 1 (rounded up; at
+            least one, and one fewer than all).
         candidates: training tasks drawn per phase-1 episode, of which the farthest is tried
             (IDAQ: 5).
+        episodes: collection episodes before the scored one, at least 2 (None: C // horizon).
     """
 
     reads_test_data = False
 
-    def __init__(self, *, explore_fraction: Fraction = 0.5, candidates: PositiveInt = 5):
+    def __init__(
+        self,
+        *,
+        explore_fraction: Fraction = 0.5,
+        candidates: PositiveInt = 5,
+        episodes: PositiveInt | None = None,
+    ):
         check_arguments("online_greedy", type(self).__init__, locals())
         self.explore_fraction, self.candidates = explore_fraction, candidates
+        self.episodes = episodes
 
     def __call__(self, scene: Scene) -> Returns:
         if scene.train is None:
             raise NotApplicable("the meta-test was given no training tasks' data")
+        episodes = scene.collection_episodes(self.episodes)
+        if episodes < 2:
+            raise NotApplicable(
+                f"{episodes} collection episode: it cannot both explore and choose (the "
+                f"offline context holds {scene.context_transitions} transitions, one "
+                f"{scene.family.horizon}-step episode); bind online_greedy.episodes ≥ 2"
+            )
+        explore = exploring_episodes(self.explore_fraction, episodes)
         hypotheses = self.hypotheses(scene)  # [R, M, Z]: each row's seed's training z
         rows = torch.arange(scene.rows, device=scene.device)
-        explore = max(1, round(self.explore_fraction * scene.episodes))
         tried: list[torch.Tensor] = []
         contexts, valid, scores = [], [], []
         best = torch.full((scene.rows,), -np.inf, dtype=torch.float64)
         best_z = scene.zeros()
         kept = torch.zeros(scene.rows, 0, dtype=torch.bool)  # [R, episodes so far]
-        for e in range(scene.episodes):
+        for e in range(episodes):
             if e < explore:
                 z = self.farthest(scene, hypotheses, tried, rows, e)
                 tried.append(z)
@@ -119,6 +147,12 @@ class OnlineGreedy:
         used = torch.stack(tried, 1)  # [R, u, Z]
         nearest = torch.cdist(candidates, used).min(-1).values  # [R, c]
         return candidates[rows, nearest.argmax(-1)]
+
+
+def exploring_episodes(fraction: float, episodes: int) -> int:
+    """Phase 1's episodes of `episodes` ≥ 2: the `fraction`, rounded up, at least one and at
+    most all but one (phase 2 infers from the test task before the protocol chooses)."""
+    return min(episodes - 1, max(1, math.ceil(fraction * episodes)))
 
 
 def kept_after(kept: torch.Tensor, better: torch.Tensor, *, exploring: bool) -> torch.Tensor:

@@ -4,9 +4,10 @@ drawn among the training tasks, its expert behaviour policy (the dataset keeps t
 dataset's expert is told the donor's goal) acting stochastically, as UNICORN's SAC checkpoints
 do. z is inferred once from what the donor collected and the agent plays the scored episode.
 
-Decisions: UNICORN rolls out one episode and averages over many donor checkpoints; we collect as
-many episodes as the offline context holds (the same context size as `offline`, so the two cells
-differ only in who collected it) with one donor per row, drawn per seed. Table 3's shift, a
+Decisions: UNICORN rolls out one episode and averages over many donor checkpoints; we collect
+`episodes` episodes (default: as many as the offline context holds, so that the two cells differ
+only in who collected the context; one on Meta-World, UNICORN's own count) with one donor per
+row, drawn per seed. Table 3's shift, a
 context of another quality of the task's own behaviour, is the `distribution_shift` analysis."""
 
 from __future__ import annotations
@@ -18,15 +19,25 @@ from components.data.policies import expert_agent, keeps_experts
 from components.evaluation.episodes import Returns
 from components.evaluation.test_contexts.scene import NotApplicable, Scene
 from registry import register
+from registry.constraints import PositiveInt
+from registry.validation import check_arguments
 
 _SALT = 97
 
 
 @register("test_context", "other_behaviour")
 class OtherBehaviour:
-    """A context collected by another task's expert behaviour policy."""
+    """A context collected by another task's expert behaviour policy.
+
+    Args:
+        episodes: episodes the donor collects (None: C // horizon).
+    """
 
     reads_test_data = False
+
+    def __init__(self, *, episodes: PositiveInt | None = None):
+        check_arguments("other_behaviour", type(self).__init__, locals())
+        self.episodes = episodes
 
     def __call__(self, scene: Scene) -> Returns:
         dataset = scene.dataset
@@ -43,7 +54,7 @@ class OtherBehaviour:
             agents.append(expert_agent(dataset, scene.family, donors, seed))
         actor = _Donors(agents, scene)
         contexts, valid = [], []
-        for e in range(scene.episodes):
+        for e in range(scene.collection_episodes(self.episodes)):
             episode = scene.play(None, episode=e, actor=actor)
             contexts.append(episode.context)
             valid.append(episode.alive)

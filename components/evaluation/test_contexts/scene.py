@@ -64,8 +64,8 @@ class Scene:
         seeds: the K seeds, in block order.
         test_tasks: the test tasks (dataset indices).
         positions: the test task (a position in `test_tasks`) of each row of one block [N].
-        context_transitions: the offline protocol's context size (C); the online protocols
-            collect C // horizon episodes.
+        context_transitions: the offline protocol's context size (C); an online protocol
+            collects C // horizon episodes unless its `episodes` binding says otherwise.
         data: the test tasks' offline data; None for a protocol that must not read it.
         dataset: the run's dataset (its kept behaviour policies), where known.
         train: the training tasks' data, where known.
@@ -102,8 +102,14 @@ class Scene:
 
     @property
     def episodes(self) -> int:
-        """Episodes an online protocol collects: as many as the offline context holds."""
+        """Episodes an online protocol collects unless bound otherwise: as many as the offline
+        context holds (C // horizon, at least one)."""
         return max(1, self.context_transitions // self.family.horizon)
+
+    def collection_episodes(self, asked: int | None) -> int:
+        """The episodes a protocol collects before the scored one: `asked` (its `episodes`
+        binding), else `episodes`."""
+        return self.episodes if asked is None else asked
 
     def generator(self, k: int, salt: int) -> torch.Generator:
         """Seed k's own generator for one purpose (`salt`), the same alone or beside others."""
@@ -207,10 +213,11 @@ class Scene:
 
     def draw(self, context: torch.Tensor, valid: torch.Tensor, salt: int) -> torch.Tensor:
         """A context for every row from what it collected: `context` [R, M, F] with `valid`
-        [R, M]. Where every row kept all M transitions they are the context, as collected;
-        else C = `context_transitions` of each row's valid ones, drawn with replacement (the
-        offline protocol's draw) from seed k's generator."""
-        if bool(valid.all()):
+        [R, M]. Where every row kept all M transitions and M ≤ C (= `context_transitions`) they
+        are the context, as collected; else C of each row's valid ones, drawn with replacement
+        (the offline protocol's draw) from seed k's generator: a context never larger than the
+        offline protocol's, however many episodes were collected."""
+        if bool(valid.all()) and context.shape[1] <= self.context_transitions:
             return context
         count = valid.sum(1)  # [R]
         if bool((count == 0).any()):

@@ -14,6 +14,7 @@ import torch
 from components.contracts.test_contexts import probe_scene
 from components.data.store import QualityData
 from components.evaluation.meta_test import MetaTest
+from components.evaluation.test_contexts import NotApplicable, Scene
 from components.evaluation.test_contexts.online_greedy import OnlineGreedy
 from components.evaluation.test_contexts.zero_shot import ZeroShot
 from components.reports.runs import groups
@@ -225,3 +226,140 @@ def test_online_greedy_keeps_the_best_episode_then_only_those_that_beat_it():
         [True, False, False, True, False, True],
     ]
     assert best_episode.tolist() == [4, 5] and best.tolist() == [4.0, 7.0]
+
+
+def test_every_path_to_the_test_data_is_sealed_for_a_protocol_that_reads_none(tiny_data):
+    """What a protocol that reads no test data is handed: the offline transitions and the
+    dataset's files raise on any use, naming the protocol; the dataset's description and its
+    kept behaviour policies stay (other_behaviour collects with them, and still scores)."""
+    from components.data.collect import collect
+    from components.evaluation.test_contexts.sealed import TestDataRead, without_test_data
+
+    dataset = collect("sparse_point_robot", scale="tiny", root=tiny_data)
+    scene, env = probe_scene([0])
+    try:
+        sealed = without_test_data(dataclasses.replace(scene, dataset=dataset), "mine")
+        reaches = {
+            "scene.data.transitions": lambda: sealed.data.transitions,
+            "scene.data.length": lambda: sealed.data.length,
+            "scene.data": lambda: bool(sealed.data),
+            "scene.dataset.quality": lambda: sealed.dataset.quality("expert"),
+            "scene.dataset.path": lambda: sealed.dataset.path,
+            "scene.dataset.digest": lambda: sealed.dataset.digest,
+        }
+        for what, reach in reaches.items():
+            with pytest.raises(TestDataRead, match=f"'mine' says it reads none.*{what}"):
+                reach()
+        assert sealed.dataset.split_indices("test") == dataset.split_indices("test")
+        assert sealed.dataset.has_policies and sealed.dataset.policies().weights
+        returns = get("test_context", "other_behaviour")()(sealed)
+        assert np.isfinite(returns.dense).all()
+    finally:
+        env.close()
+
+
+class ReadsTheTestTasks:
+    """Says it reads no test data, then infers z from the test tasks' offline transitions."""
+
+    reads_test_data = False
+
+    def __call__(self, scene):
+        scene.data.transitions  # noqa: B018  (the read the guard must see)
+        return get("test_context", "offline")()(scene)
+
+
+def test_a_protocol_that_reads_what_it_says_it_does_not_breaks_its_contract():
+    from components.contracts import ContractError, check
+
+    with pytest.raises(ContractError, match="read none of the test tasks' offline data.*"
+                       r"reached for scene\.data\.transitions"):  # fmt: skip
+        check(ReadsTheTestTasks, "test_context")
+
+
+@dataclasses.dataclass
+class Watched(Scene):
+    """A scene that keeps every episode it plays (its z, and what it collected) and every z it
+    infers (from which context)."""
+
+    played: list = dataclasses.field(default_factory=list)
+    inferred: list = dataclasses.field(default_factory=list)
+
+    def play(self, z, **kwargs):
+        episode = super().play(z, **kwargs)
+        self.played.append((z, kwargs.get("episode"), episode))
+        return episode
+
+    def infer(self, context):
+        z = super().infer(context)
+        self.inferred.append((context, z))
+        return z
+
+
+def one_horizon_scene() -> tuple[Watched, object]:
+    """The probe scene with an offline context of one episode (Meta-World's shape)."""
+    scene, env = probe_scene([0])
+    fields = {f.name: getattr(scene, f.name) for f in dataclasses.fields(Scene)}
+    return Watched(**{**fields, "context_transitions": scene.family.horizon}), env
+
+
+def collected_rows(scene: Watched) -> set[tuple]:
+    """Every transition the protocol collected in the test task (collection episodes only)."""
+    return {
+        tuple(row.tolist())
+        for _, e, episode in scene.played
+        if e is not None
+        for rows in episode.context
+        for row in rows
+    }
+
+
+@pytest.mark.parametrize("name", ["online_prior", "online_posterior", "non_prior"])
+def test_an_online_protocol_infers_the_scored_z_from_several_episodes_it_collected(name):
+    """Where one episode fills the offline context, `episodes = 3` collects three in the test
+    task, and the scored episode's z is the encoder's, from transitions among those."""
+    scene, env = one_horizon_scene()
+    try:
+        assert scene.collection_episodes(None) == 1  # the default here: one episode
+        get("test_context", name)(episodes=3)(scene)
+    finally:
+        env.close()
+    collections = [e for _, e, _ in scene.played if e is not None]
+    assert collections == [0, 1, 2]
+    scored_z = scene.played[-1][0]
+    context, z = scene.inferred[-1]
+    assert torch.equal(scored_z, z)
+    assert {tuple(r.tolist()) for rows in context for r in rows} <= collected_rows(scene)
+
+
+def test_online_greedy_explores_the_test_task_before_it_chooses():
+    """Three collection episodes: two try training tasks' z, the third infers z from what the
+    test task gave; the scored z is the one that earned the best return."""
+    scene, env = one_horizon_scene()
+    try:
+        get("test_context", "online_greedy")(episodes=3)(scene)
+        with pytest.raises(NotApplicable, match=r"cannot both explore and choose.*episodes ≥ 2"):
+            get("test_context", "online_greedy")()(scene)  # one episode: refused, said why
+    finally:
+        env.close()
+    collections = [(z, episode) for z, e, episode in scene.played if e is not None][:3]
+    test_task = collected_rows(scene)
+    from_the_test_task = [
+        z for context, z in scene.inferred if context.shape[0] == scene.rows
+        and {tuple(r.tolist()) for rows in context for r in rows} <= test_task
+    ]  # fmt: skip
+    assert torch.equal(collections[2][0], from_the_test_task[0])  # phase 2 read the test task
+    scores = torch.stack([torch.as_tensor(ep.score) for _, ep in collections])  # [E, R]
+    best = scores.argmax(0)
+    scored_z = next(z for z, e, _ in scene.played if e is None)
+    for row in range(scene.rows):
+        assert torch.equal(scored_z[row], collections[int(best[row])][0][row])
+
+
+def test_the_meta_world_column_collects_idaq_s_ten_episodes():
+    from registry import compose
+
+    comp = compose("focal.gin", env="ml1_reach_wall", scale="tiny")
+    comp.apply()
+    for name in ("online_greedy", "online_prior", "online_posterior", "non_prior"):
+        assert get("test_context", name)().episodes == 9, name
+    assert get("test_context", "other_behaviour")().episodes is None  # UNICORN's one
