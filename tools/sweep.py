@@ -28,9 +28,11 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+import components.reports.contracts
 import components.sweep.local  # registers the backends
 import components.sweep.ray_backend  # noqa: F401
 from components.cli.run import parse_seeds
+from components.contracts import check
 from components.outputs.console import out, run_tool
 from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
@@ -65,6 +67,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def execute(args: argparse.Namespace) -> int:
     study = load_study(args.study)
     study.check()
+    for name in study.analyses:  # and one that breaks its kind's contract (names no section)
+        check(get("analysis", name))
     if args.retries is not None:
         if args.retries < 0:
             raise StudyError(f"--retries must be ≥ 0, got {args.retries}")
@@ -89,7 +93,7 @@ def execute(args: argparse.Namespace) -> int:
         if len(jobs) != len(runs):
             out.print(f"{len(jobs)} processes of up to {study.seeds_per_process} seeds each")
         for spec in jobs:
-            out.print(escape(f"  {spec.name}: {command_line(spec)}"))
+            out.print(escape(f"  {spec.name}: {command_line(spec, Path(target) / 'runs')}"))
         return 0
 
     def show(outcome: Outcome) -> None:

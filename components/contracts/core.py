@@ -382,7 +382,8 @@ def perturbed(module: Any, seed: int = DRAWS[0]) -> Iterator[Any]:
 def perturb_(module: Any, seed: int) -> None:
     """Move every initialised floating-point parameter of `module` by noise as large as the
     parameter itself (its root mean square), or, for one that starts at zero, as large as a
-    freshly initialised layer of its fan-in (1/sqrt(fan-in)): where trained parts get to.
+    freshly initialised layer's (1/sqrt(fan-in) for a weight, 1/sqrt(length) for a bias, a
+    gate or a scale): where trained parts get to.
     Drawn from `seed` alone: the global random stream is left as it was."""
     draws = torch.Generator().manual_seed(seed)
     with torch.no_grad():

@@ -10,10 +10,11 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from components.contracts.core import Broken, build, contract
+from components.contracts.core import Broken, build, contract, target_of
 from components.evaluation.episodes import Returns
 from components.evaluation.test_contexts import NotApplicable, Scene
 from components.evaluation.test_contexts.sealed import TestDataRead, without_test_data
+from registry import entry_of
 
 
 class TestContext(Protocol):
@@ -75,7 +76,9 @@ def probe_test_context(factory, given) -> None:
     alone, env_alone = probe_scene([1])
     try:
         if not reads:  # reading them now raises, naming what it reached for: it said it would not
-            pair, alone = without_test_data(pair, "probe"), without_test_data(alone, "probe")
+            entry = entry_of(target_of(factory))
+            name = entry.name if entry else getattr(target_of(factory), "__name__", "it")
+            pair, alone = without_test_data(pair, name), without_test_data(alone, name)
         try:
             first, again, single = protocol(pair), protocol(pair), protocol(alone)
         except NotApplicable:

@@ -83,7 +83,7 @@ def continue_runs(comp: Composition, dirs: list[Path], records: list[dict]) -> F
 def check_numerics(asked: str | None, records: list[dict], dirs: list[Path]) -> None:
     """A run goes on with the numerics it started with (others would give other bits than the
     run never stopped), and this process must have them."""
-    modes = {r["numerics"]["mode"] for r in records}  # read, so migrated: always there
+    modes = {(r.get("numerics") or {}).get("mode", numerics.FREE) for r in records}
     if len(modes) > 1:
         raise FocalppError(f"the runs {', '.join(map(str, dirs))} trained with different numerics")
     (mode,) = modes
@@ -117,4 +117,5 @@ def analyse(
 ) -> dict[str, Any]:
     """Run the registered analyses `names` on the finished run, into its analysis.json; their
     results by name."""
-    return _analyse(Path(run_dir), list(names), plugins=plugins)
+    results = _analyse(Path(run_dir), list(names), plugins=plugins)
+    return {name: results[name] for name in names}

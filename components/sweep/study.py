@@ -15,7 +15,7 @@
                                                  # recipe in one process (tools/run.py --seeds)
     dataset_shards = 0                           # optional: build each env's dataset in K
                                                  # task shards on the backend first (K ≥ 2)
-    analyses = ["embedding_variance"]            # optional: tools/analyze.py on each run
+    analyses = ["embedding_variance"]            # optional: analyses of each finished run
     [variants]                                   # optional: named sets of extra bindings;
     "r0.2" = ["relabeled.goal_radius = -0.2"]   # every run is repeated for each variant
 
@@ -139,10 +139,13 @@ class SeedGroupSpec:
         return str(runs_dir / f"{first.name.removesuffix(f'-s{first.seed}')}-s{{seed}}")
 
 
-def command_line(spec: RunSpec | SeedGroupSpec) -> str:
-    """The `tools/run.py` command that starts the run (or the group of seeds) `spec` by hand:
-    what a study's dry run shows."""
-    arguments = spec.call(Path("runs"))[1] if isinstance(spec, SeedGroupSpec) else spec.call("")[1]
+def command_line(spec: RunSpec | SeedGroupSpec, runs_dir: Path) -> str:
+    """The `tools/run.py` command that starts the run (or the group of seeds) `spec` by hand,
+    into the study's `runs_dir`: what a study's dry run shows."""
+    if isinstance(spec, SeedGroupSpec):
+        arguments = spec.call(runs_dir)[1]
+    else:
+        arguments = spec.call(str(runs_dir / spec.name))[1]
     seeds = ",".join(map(str, arguments["seeds"]))
     words = ["--recipe", arguments["recipe"], "--env", arguments["env"]]
     words += ["--scale", arguments["scale"], "--seeds" if arguments["grouped"] else "--seed", seeds]
@@ -150,6 +153,7 @@ def command_line(spec: RunSpec | SeedGroupSpec) -> str:
     words += ["--label", arguments["label"]] if arguments["label"] else []
     words += [w for b in arguments["bindings"] for w in ("--gin_param", b)]
     words += [w for p in arguments["plugins"] for w in ("--plugin", p)]
+    words += ["--out", arguments["out"]]
     return f"tools/run.py {shlex.join(words)}"  # shown to a user, never started
 
 

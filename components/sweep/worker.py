@@ -37,6 +37,9 @@ def _run(
 
     require(numerics)  # set by the job before this process loaded torch
     comp = compose(recipe, env=env, scale=scale, seed=seeds[0], bindings=bindings, plugins=plugins)
+    print(f"composed {comp.recipe} for {env} at scale {scale}, seeds {list(seeds)}")
+    for said in comp.overridden:  # as tools/run.py warns
+        print(f"warning: {said} (a column or scale file changed the row's own binding)")
     _show(run(comp, out, seeds=tuple(seeds) if grouped else None, label=label))
 
 
@@ -56,16 +59,22 @@ def _analyse(run_dir, analyses, plugins=()) -> None:
         print(f"{name}: {scalars(result)}")
 
 
-def _collect(env, **choices) -> None:
+def _collect(env, scale, bindings, merge=None) -> None:
     from components.data.collect import collect
+    from components.outputs.progress import progress_lines
 
-    print(f"dataset: {collect(env, **choices).path}")
+    progress = progress_lines(f"collecting {env}")  # a line with rate and time left, 30 s apart
+    dataset = collect(env, scale=scale, bindings=bindings, merge=merge, progress=progress)
+    print(f"dataset: {dataset.path}")
 
 
-def _collect_shard(env, index, count, **choices) -> None:
+def _collect_shard(env, index, count, scale, bindings) -> None:
     from components.data.collect import collect_shard
+    from components.outputs.progress import progress_lines
 
-    print(f"shard {index}/{count}: {collect_shard(env, index, count, **choices)}")
+    progress = progress_lines(f"collecting {env}, shard {index}/{count}")
+    path = collect_shard(env, index, count, scale=scale, bindings=bindings, progress=progress)
+    print(f"shard {index}/{count}: {path}")
 
 
 def _show(finished: Any) -> None:

@@ -52,7 +52,8 @@ def run_pid(run_dir: Path) -> int | None:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"components.sweep.worker" in argv and any(str(run_dir).encode() in a for a in argv):
+        quoted = f'"{run_dir}"'.encode()  # as the worker's JSON holds it: not -s1 in -s10
+        if b"components.sweep.worker" in argv and any(quoted in a for a in argv):
             return int(proc.name)
     return None
 
@@ -341,7 +342,7 @@ def test_a_study_whose_analysis_fails_says_so_and_records_nothing_half_done(tiny
         "from registry import register\n\n\n"
         "@register('analysis', 'broken')\n"
         "class Broken:\n"
-        "    section = 'broken'\n\n"
+        "    section = None\n\n"
         "    def __call__(self, trained, figures):\n"
         "        raise ValueError('the probe found no tasks')\n"
     )
@@ -365,6 +366,29 @@ bindings = ["task_data.root = '{tiny_data}'"]
     assert "the analyses of 1 finished runs failed: focal-sparse_point_robot-s0" in r.stderr
     assert (tmp_path / "out" / "runs" / "focal-sparse_point_robot-s0" / "eval.json").exists()
     assert not (records / "runs.jsonl").exists()
+
+
+def test_a_study_whose_analysis_breaks_its_contract_is_refused_before_it_trains(tmp_path):
+    """An analysis naming a report section that does not exist is refused when the study is
+    read, as tools/run.py refuses it, not after every run has trained."""
+    plugin = tmp_path / "nameless_analysis.py"
+    plugin.write_text(
+        "from registry import register\n\n\n"
+        "@register('analysis', 'nameless')\n"
+        "class Nameless:\n"
+        "    section = 'no_such_section'\n\n"
+        "    def __call__(self, trained, figures):\n"
+        "        return {}\n"
+    )
+    study = tmp_path / "nameless.toml"
+    study.write_text(
+        'name = "nameless"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\n'
+        f'seeds = [0]\nscale = "tiny"\nplugins = ["{plugin}"]\nanalyses = ["nameless"]\n'
+    )
+    r = cli("sweep", str(study), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    assert "@nameless breaks the contract of kind 'analysis'" in r.stderr
+    assert not (tmp_path / "out" / "runs").exists()
 
 
 def test_a_study_takes_every_family_tools_run_takes(tmp_path):

@@ -38,7 +38,7 @@ import torch
 
 from components.evaluation.episodes import Returns
 from components.evaluation.test_contexts.scene import NotApplicable, Scene
-from registry import register
+from registry import RecipeError, register
 from registry.constraints import Fraction, PositiveInt
 from registry.validation import check_arguments
 
@@ -67,6 +67,11 @@ class OnlineGreedy:
         episodes: PositiveInt | None = None,
     ):
         check_arguments("online_greedy", type(self).__init__, locals())
+        if episodes == 1:
+            raise RecipeError(
+                "online_greedy.episodes = 1: expected at least 2 (it explores with training "
+                "tasks' z, then infers from the test task before it chooses)"
+            )
         self.explore_fraction, self.candidates = explore_fraction, candidates
         self.episodes = episodes
 

@@ -27,7 +27,7 @@ from registry import register
 from registry.constraints import PositiveInt
 from registry.validation import check_arguments
 
-_SALT = 61
+_SALT = 6100  # apart from the other protocols' salts (each below 200), however many episodes
 
 
 @register("test_context", "online_posterior")
@@ -37,8 +37,8 @@ class OnlinePosterior:
     Args:
         episodes: collection episodes before the scored one (None: C // horizon).
         prior_episodes: the first episodes played with prior draws before z is first inferred
-            (PEARL's num_exp_traj_eval: 1 by default, 2 on MuJoCo, 5 on the sparse point
-            robot); capped at `episodes`.
+            (PEARL's num_exp_traj_eval: 1 by default; the MuJoCo columns bind its 2, the
+            sparse point robot's its 5); capped at `episodes`.
     """
 
     reads_test_data = False

@@ -66,7 +66,8 @@ class Scene:
         positions: the test task (a position in `test_tasks`) of each row of one block [N].
         context_transitions: the offline protocol's context size (C); an online protocol
             collects C // horizon episodes unless its `episodes` binding says otherwise.
-        data: the test tasks' offline data; None for a protocol that must not read it.
+        data: the test tasks' offline data; for a protocol that reads none, a stand-in that
+            raises on any use (sealed.py), or None where the meta-test has none.
         dataset: the run's dataset (its kept behaviour policies), where known.
         train: the training tasks' data, where known.
     """
@@ -81,7 +82,7 @@ class Scene:
     test_tasks: Sequence[int]
     positions: torch.Tensor
     context_transitions: int
-    data: QualityData | None = None
+    data: QualityData | Any = None
     dataset: Any = None
     train: TensorSampler | None = None
 

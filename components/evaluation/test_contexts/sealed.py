@@ -40,6 +40,8 @@ class SealedData:
         object.__setattr__(self, "_protocol", protocol)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy, pickle and the like ask for these: not the data
+            raise AttributeError(name)
         raise _refuse(self._protocol, f"scene.data.{name}")
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -49,6 +51,15 @@ class SealedData:
         raise _refuse(self._protocol, "scene.data")
 
     def __len__(self) -> int:
+        raise _refuse(self._protocol, "scene.data")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise _refuse(self._protocol, f"scene.data[{key!r}]")
+
+    def __iter__(self) -> Any:
+        raise _refuse(self._protocol, "scene.data")
+
+    def __contains__(self, item: Any) -> bool:
         raise _refuse(self._protocol, "scene.data")
 
 
@@ -62,6 +73,8 @@ class WithoutTestData:
         object.__setattr__(self, "_protocol", protocol)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
         if name in self.OFFERED:
             return getattr(self._dataset, name)
         raise _refuse(self._protocol, f"scene.dataset.{name}")

@@ -3,6 +3,7 @@ what the greedy protocol tries, and that scoring more protocols leaves the headl
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import json
@@ -246,10 +247,15 @@ def test_every_path_to_the_test_data_is_sealed_for_a_protocol_that_reads_none(ti
             "scene.dataset.quality": lambda: sealed.dataset.quality("expert"),
             "scene.dataset.path": lambda: sealed.dataset.path,
             "scene.dataset.digest": lambda: sealed.dataset.digest,
+            r"scene.data\[0\]": lambda: sealed.data[0],
         }
         for what, reach in reaches.items():
             with pytest.raises(TestDataRead, match=f"'mine' says it reads none.*{what}"):
                 reach()
+        for use in (lambda: 0 in sealed.data, lambda: list(sealed.data)):
+            with pytest.raises(TestDataRead, match=r"reached for scene\.data"):
+                use()
+        copy.copy(sealed.data), copy.deepcopy(sealed)  # copying touches none of it
         assert sealed.dataset.split_indices("test") == dataset.split_indices("test")
         assert sealed.dataset.has_policies and sealed.dataset.policies().weights
         returns = get("test_context", "other_behaviour")()(sealed)
@@ -353,6 +359,11 @@ def test_online_greedy_explores_the_test_task_before_it_chooses():
     scored_z = next(z for z, e, _ in scene.played if e is None)
     for row in range(scene.rows):
         assert torch.equal(scored_z[row], collections[int(best[row])][0][row])
+
+
+def test_online_greedy_bound_to_one_episode_is_refused_when_built():
+    with pytest.raises(FocalppError, match=r"online_greedy.episodes = 1: expected at least 2"):
+        get("test_context", "online_greedy")(episodes=1)
 
 
 def test_the_meta_world_column_collects_idaq_s_ten_episodes():

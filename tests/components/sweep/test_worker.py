@@ -21,6 +21,10 @@ from components.sweep import worker
         (["run", "{}"], "do not fit it: missing a required argument: 'recipe'"),
         (["resume", '{"run_dirs": [], "extra": 1}'], "got an unexpected keyword argument 'extra'"),
         ([], "expected CALL JSON (2 arguments), got 0"),
+        (
+            ["collect", '{"env": "x", "scale": "tiny", "bindings": [], "root": "/"}'],
+            "got an unexpected keyword argument 'root'",
+        ),
     ],
 )
 def test_a_call_the_worker_cannot_make_is_refused_before_anything_runs(argv, said):
