@@ -34,6 +34,7 @@ from registry.columns import (
 )
 from registry.errors import RecipeError
 from registry.experiment import Experiment, experiment
+from registry.fixed import check_fixed, fixed_in
 from registry.gin_errors import build, gin_errors
 from registry.parsing import OVERRIDES, _marks, _search_paths, parse_bindings, parse_file
 from registry.plugins import load_plugin
@@ -89,6 +90,7 @@ def compose(
     sources = [str(recipe_path)]
     with _search_paths(recipes_dir, recipe_path.parent):
         parse_file(recipe_path)
+        fixed = fixed_in(recipe_path)  # the recipe's defining choices, as its files leave them
         env = env or _query("experiment.env")
         if not env:
             raise RecipeError(
@@ -109,6 +111,7 @@ def compose(
     sources.append("bindings: " + "; ".join([*run_bindings, *bindings]))
     usage.check_macros()
     check_bindings()
+    check_fixed(fixed, recipe_path)
     chosen = build_experiment()
     if (chosen.env, chosen.scale) != (env, scale):
         raise RecipeError(

@@ -92,3 +92,21 @@ def test_iql_killed_then_resumed_ends_as_never_stopped(tiny_data, tmp_path):
     r = cli("run", "--resume", str(killed), env=ONE_THREAD)
     assert r.returncode == 0, r.stderr
     assert final(killed) == final(tmp_path / "whole")
+
+
+@pytest.mark.parametrize(
+    ("method", "why"),
+    [
+        ("batch_pearl", "Batch PEARL is SAC with no behaviour regularisation"),
+        ("contextual_bcq", "Contextual BCQ is FOCAL's encoder trained through BCQ's critic"),
+        ("mbml", "its teachers and student are BCQ by construction"),
+    ],
+)
+def test_a_method_that_is_its_learner_refuses_iql_saying_why(method, why):
+    """The three baselines whose learner is the method have no IQL form: `focal.agent = @iql`
+    is refused when composed, with the recipe's reason and the flag that asked for it."""
+    from registry import RecipeError, compose
+
+    with pytest.raises(RecipeError, match=rf"{method}.gin fixes `focal.agent`.*{why}.*--gin_param"):
+        compose(f"{method}.gin", env="sparse_point_robot", scale="tiny", bindings=IQL)
+    compose(f"{method}.gin", env="sparse_point_robot", scale="tiny")  # as written: composes
