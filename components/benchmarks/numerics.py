@@ -6,7 +6,9 @@ change in the machine's speed reaches both alike; every figure is a ratio within
 
 - step: one fp32 training step of FOCAL and of FOCAL++ at the CPU scale (median ms), free (the
   machine's fastest kernels, all its cores as torch threads: how `tools/run.py` trains by
-  default) against portable (one thread, the kernels every x86 CPU shares);
+  default) against portable (one thread, the kernels every x86 CPU shares); and one update of a
+  behaviour policy at the long builds' sizes (256-256, batch 256), which a build makes per
+  environment step;
 - build: the same short Sparse-Point-Robot build (`tools/collect.py`, timed as a whole
   command), free in one piece on all cores against portable in its two blocks on one worker
   process per core (how a build runs now), and portable in one piece on one worker (the
@@ -43,7 +45,40 @@ def step_times(quick: bool) -> dict[str, float]:
     block = 2 if quick else 30
     for trainer in trainers.values():
         step_ms(trainer, 2, 1, 2, 5.0)  # warm-up
-    return {row: step_ms(trainer, 0, 3, block, 60.0) for row, trainer in trainers.items()}
+    times = {row: step_ms(trainer, 0, 3, block, 60.0) for row, trainer in trainers.items()}
+    return {**times, UPDATE: behaviour_update_ms(quick)}
+
+
+UPDATE = "behaviour_update"  # one behaviour-policy SAC update at the long builds' sizes
+
+
+def behaviour_update_ms(quick: bool) -> float:
+    """Median ms of one `TaskBatchedSAC.update` of one task at the long builds' sizes (Ant's 27
+    observations and 8 actions, 256-256, batch 256): what a long build does per env step."""
+    import torch
+
+    from components.rl.sac import TaskBatchedSAC
+    from components.transitions import Transitions
+
+    obs, act, batch = 27, 8, 32 if quick else 256
+    agent = TaskBatchedSAC(n_tasks=1, obs_dim=obs, act_dim=act, hidden=(256, 256))
+    g = torch.Generator().manual_seed(0)
+    data = Transitions(
+        obs=torch.randn(1, batch, obs, generator=g),
+        action=torch.rand(1, batch, act, generator=g) * 2 - 1,
+        reward=torch.randn(1, batch, generator=g),
+        sparse_reward=torch.zeros(1, batch),
+        next_obs=torch.randn(1, batch, obs, generator=g),
+        terminated=torch.zeros(1, batch),
+        truncated=torch.zeros(1, batch),
+    )
+    times = []
+    for i in range(6 if quick else 45):
+        began = time.perf_counter()
+        agent.update(data)
+        if i >= (1 if quick else 5):  # warm-up left out
+            times.append(1000 * (time.perf_counter() - began))
+    return float(np.median(times))
 
 
 def _env(mode: str) -> dict[str, str]:
@@ -109,12 +144,14 @@ def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             kept.append(_measure_build(name, quick))
     cpu = machine.summary()
     rows = []
-    for row in STEP_ROWS:
+    names = {row: f"step {row}, fp32, cpu scale" for row in STEP_ROWS}
+    names[UPDATE] = "behaviour SAC update, 256-256, batch 256 (a long build's step)"
+    for row, config in names.items():
         free = float(np.median([r[row] for r in steps[numerics.FREE]]))
         pinned = float(np.median([r[row] for r in steps[numerics.PORTABLE]]))
         rows.append(
             {
-                "config": f"step {row}, fp32, cpu scale",
+                "config": config,
                 "free_ms": free,
                 "portable_ms": pinned,
                 "portable_vs_free": pinned / free,

@@ -21,6 +21,7 @@ import components.reports.sections.returns
 import components.reports.sections.shift
 import components.reports.sections.successor_context
 import components.reports.sections.task_vectors
+import components.reports.sections.test_context_gaps
 import components.reports.sections.test_context_orders
 import components.reports.sections.test_contexts
 import components.reports.sections.variance

@@ -374,3 +374,55 @@ def test_the_meta_world_column_collects_idaq_s_ten_episodes():
     for name in ("online_greedy", "online_prior", "online_posterior", "non_prior"):
         assert get("test_context", name)().episodes == 9, name
     assert get("test_context", "other_behaviour")().episodes is None  # UNICORN's one
+
+
+def test_each_protocol_is_read_against_the_floor_and_the_ceiling_of_its_learner(
+    tiny_data, tmp_path
+):
+    """Tiny FOCAL runs on both learners (the dense point robot) scored under three protocols,
+    beside the no-context floor and the true-task ceiling of each learner: every protocol's
+    recovered share is computed from its own learner's floor and ceiling, and a drop is given
+    only where both cells are above the floor's interval."""
+    from components.reports.sections.test_context_gaps import ProtocolGaps
+    from registry.provenance import built_parts
+
+    protocols = "meta_test.protocols = ['offline', 'zero_shot', 'online_prior']"
+    lines = []
+    for recipe in ("focal.gin", "reference_no_context.gin", "reference_oracle.gin"):
+        for agent in ("brac", "iql"):
+            for seed in (0, 1):
+                out = tmp_path / f"{recipe}-{agent}-{seed}"
+                run_row(
+                    recipe, "point_robot_wind", tiny_data, out, seed=seed,
+                    bindings=(protocols, f"focal.agent = @{agent}"),
+                    plugins=("components.rl.iql",),
+                )  # fmt: skip
+                lines.append(
+                    {
+                        "recipe": recipe, "env": "point_robot_wind", "scale": "tiny",
+                        "seed": seed, "parts": built_parts(),
+                        "eval": json.loads((out / "eval.json").read_text()),
+                    }
+                )  # fmt: skip
+    (table,) = ProtocolGaps()(RunGroups(groups(lines))).tables
+    rows = {(row[2], row[4]): row for row in table.rows}
+    assert set(rows) == {
+        (a, p) for a in ("brac", "iql") for p in ("offline", "zero_shot", "online_prior")
+    }
+
+    def offline_of(recipe, agent):
+        return np.mean(
+            [r["eval"]["test_return_mean"] for r in lines  # a reference row: offline only
+             if r["recipe"] == recipe and r["parts"]["agent"] == [agent]]
+        )  # fmt: skip
+
+    for (agent, protocol), row in rows.items():
+        focal = [r for r in lines if r["recipe"] == "focal.gin" and r["parts"]["agent"] == [agent]]
+        value = np.mean([r["eval"]["test_contexts"][protocol]["mean"] for r in focal])
+        floor = offline_of("reference_no_context.gin", agent)
+        ceiling = offline_of("reference_oracle.gin", agent)
+        assert ceiling != floor  # a dense task: the gap is there to be recovered
+        assert row[5] == f"{(value - floor) / (ceiling - floor):.2f}", (agent, protocol)
+        assert row[8] == f"{ceiling:.2f}"
+        if row[9].startswith("at the floor") or rows[(agent, "offline")][9].startswith("at"):
+            assert row[10] == "-"  # no inference shown: no inference lost
