@@ -1297,6 +1297,18 @@ CASES: dict[str, tuple[Prepare, str]] = {
         study(GOOD_STUDY, "--seeds", "99999999999"),
         "argument --seeds: --seeds 99999999999: expected an integer seed in [0, 4294967295]",
     ),
+    "study retrying a dead run a million times": (
+        study(GOOD_STUDY + "retries = 1000000\n"),
+        "`retries` = 1000000: expected 0 to 100",
+    ),
+    "study given --retries beyond its range": (
+        study(GOOD_STUDY, "--retries", "101"),
+        "--retries 101: expected 0 to 100",
+    ),
+    "study given more workers than it could start": (
+        study(GOOD_STUDY, "--workers", "100000"),
+        "--workers 100000: expected 1 to 4,096",
+    ),
     "study with unknown numerics": (
         study(GOOD_STUDY + 'numerics = "exact"\n'),
         "`numerics` 'exact': expected 'portable' or 'free'",

@@ -38,10 +38,17 @@ from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
 from components.sweep.job import Outcome
 from components.sweep.runner import INDEX, run_study
-from components.sweep.study import StudyError, check_recorded, command_line, load_study
+from components.sweep.study import (
+    MAX_RETRIES,
+    StudyError,
+    check_recorded,
+    command_line,
+    load_study,
+)
 from registry import FocalppError, get
 
 ROOT = Path(__file__).resolve().parents[1]
+MAX_WORKERS = 4096  # concurrent runs of one study
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -70,14 +77,14 @@ def execute(args: argparse.Namespace) -> int:
     for name in study.analyses:  # and one that breaks its kind's contract (names no section)
         check(get("analysis", name))
     if args.retries is not None:
-        if args.retries < 0:
-            raise StudyError(f"--retries must be ≥ 0, got {args.retries}")
+        if not 0 <= args.retries <= MAX_RETRIES:
+            raise StudyError(f"--retries {args.retries}: expected 0 to {MAX_RETRIES}")
         study = type(study)(**{**study.__dict__, "retries": args.retries})
     for field in ("recipes", "envs", "seeds"):
         if named := getattr(args, field):
             study = type(study)(**{**study.__dict__, field: only(study, field, named)})
-    if args.workers is not None and args.workers < 1:
-        raise StudyError(f"--workers must be ≥ 1, got {args.workers}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise StudyError(f"--workers {args.workers}: expected 1 to {MAX_WORKERS:,}")
     backend_cls = get("backend", args.backend)
     options = {"workers": args.workers}
     if args.address is not None:

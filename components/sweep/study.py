@@ -37,6 +37,9 @@ from registry import FocalppError, RecipeError, default_recipes_dir, get, load_p
 from registry.columns import check_group_member, column_file, find_recipe
 from registry.constraints import check_seed
 
+MAX_RETRIES = 100  # re-runs of a run that died: more is a typo, not a plan
+MAX_THREADS = 1024  # torch threads of one run
+
 
 class StudyError(FocalppError):
     """A study file that cannot be read or asks for something impossible."""
@@ -328,8 +331,10 @@ def load_study(path: Path) -> Study:
         raise StudyError(
             f"{path}: `name` {raw['name']!r} must be a plain name (letters, digits, . _ -)"
         )
-    if raw.get("retries", 1) < 0 or raw.get("threads_per_run", 1) < 1:
-        raise StudyError(f"{path}: `retries` must be ≥ 0 and `threads_per_run` ≥ 1")
+    for key, low, high in (("retries", 0, MAX_RETRIES), ("threads_per_run", 1, MAX_THREADS)):
+        value = raw.get(key, low)
+        if not low <= value <= high:
+            raise StudyError(f"{path}: `{key}` = {value}: expected {low} to {high:,}")
     mode = raw.get("numerics", "portable")
     if mode not in ("portable", "free"):
         raise StudyError(f"{path}: `numerics` {mode!r}: expected 'portable' or 'free'")
