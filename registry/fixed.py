@@ -19,6 +19,7 @@ import gin
 
 from registry import usage
 from registry.errors import RecipeError
+from registry.parsing import is_argument
 
 _LINE = re.compile(r"^[ \t]*#[ \t]*fixed\b(.*)$", re.MULTILINE)
 _MARK = re.compile(r":[ \t]*([\w.]+)[ \t]+(?:—|--)[ \t]*(\S.*?)[ \t]*")
@@ -76,7 +77,7 @@ def _value(name: str, path: Path | None, line: int | None) -> str:
     try:
         return str(gin.query_parameter(name))
     except ValueError as e:
-        if _is_argument(name):
+        if is_argument(name):
             return "unbound (its default)"
         raise RecipeError(
             f"{path} line {line}: `# fixed: {name}` names no argument of a configurable; "
@@ -87,12 +88,3 @@ def _value(name: str, path: Path | None, line: int | None) -> str:
 def _short(name: str) -> str:
     """`scope/module.path.configurable.argument` -> `configurable.argument`."""
     return ".".join(name.rsplit("/", 1)[-1].split(".")[-2:])
-
-
-def _is_argument(name: str) -> bool:
-    from registry import gin_state
-    from registry.parsing import parameters_of
-
-    configurable, _, argument = name.rpartition(".")
-    found = gin_state.configurable(configurable) if configurable else None
-    return found is not None and argument in parameters_of(found.wrapped)

@@ -207,11 +207,7 @@ def _check_marks(marks: frozenset, path: Path, label: str) -> None:
     """Each declared name is a configurable, or an argument of one (a typo would exempt nothing
     and hide nothing, but it would mislead a reader)."""
     for mark in sorted(marks):
-        configurable, _, arg = mark.rpartition(".")
-        if gin_state.configurable(mark) is not None:
-            continue
-        found = gin_state.configurable(configurable) if configurable else None
-        if found is None or arg not in parameters_of(found.wrapped):
+        if gin_state.configurable(mark) is None and not is_argument(mark):
             known = sorted({*names(), "experiment"})  # a name two kinds share, once
             close = difflib.get_close_matches(mark.split(".")[0], known, n=3)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -244,6 +240,13 @@ def _search_paths(*dirs: Path) -> Iterator[None]:
         prefixes[:] = saved
         sys.path[:] = saved_sys_path
         logging.getLogger().removeFilter(quiet)
+
+
+def is_argument(name: str) -> bool:
+    """`name` is `configurable.argument` of a registered configurable."""
+    configurable, _, argument = name.rpartition(".")
+    found = gin_state.configurable(configurable) if configurable else None
+    return found is not None and argument in parameters_of(found.wrapped)
 
 
 def parameters_of(obj) -> list[str]:

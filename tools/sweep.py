@@ -28,12 +28,11 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-import components.reports.contracts
 import components.sweep.local  # registers the backends
 import components.sweep.ray_backend  # noqa: F401
 from components.cli.run import parse_seeds
-from components.contracts import check
 from components.outputs.console import out, run_tool
+from components.reports.contracts import check_analyses
 from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
 from components.sweep.job import Outcome
@@ -74,8 +73,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def execute(args: argparse.Namespace) -> int:
     study = load_study(args.study)
     study.check()
-    for name in study.analyses:  # and one that breaks its kind's contract (names no section)
-        check(get("analysis", name))
+    check_analyses(study.analyses)  # and one that breaks its kind's contract (names no section)
     if args.retries is not None:
         if not 0 <= args.retries <= MAX_RETRIES:
             raise StudyError(f"--retries {args.retries}: expected 0 to {MAX_RETRIES}")

@@ -30,13 +30,12 @@ from pathlib import Path
 
 from rich.markup import escape
 
-import components.reports.contracts  # noqa: F401  (the analyses' and sections' contracts)
-from components.contracts import check
 from components.evaluation.analyses import NAMES as ANALYSES  # registers them
-from components.evaluation.analyses import check_names, scalars
+from components.evaluation.analyses import scalars
 from components.experiment.trained import analyse
 from components.outputs.console import out, run_tool
-from registry import FocalppError, get, load_plugin
+from components.reports.contracts import check_analyses
+from registry import FocalppError, load_plugin
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -63,9 +62,7 @@ def execute(args: argparse.Namespace) -> int:
             f"--analyses {args.analyses!r} names no analysis; give comma-separated names, "
             f"e.g. --analyses {ANALYSES[0]},{ANALYSES[1]} (leave the flag out for all of them)"
         )
-    check_names(names)
-    for name in names:  # and one that breaks its kind's contract (names no section)
-        check(get("analysis", name))
+    check_analyses(names)  # misspelt, or breaking its kind's contract (names no section)
     for run_dir in args.runs:
         results = analyse(run_dir, names, args.gin_param, args.plugin)
         out.print(f"[bold]{escape(str(run_dir))}[/]")

@@ -46,15 +46,14 @@ from rich.markup import escape
 from rich.table import Table
 
 import components.numerics as numerics
-import components.reports.contracts  # noqa: F401  (the analyses' and sections' contracts)
-from components.contracts import check
-from components.evaluation.analyses import check_names, scalars
+from components.evaluation.analyses import scalars
 from components.experiment.lifecycle import continue_runs, stopped_runs
 from components.experiment.lifecycle import finish_analyses as finish
 from components.experiment.run import Finished, run
 from components.outputs.console import err, out, run_tool
 from components.outputs.run_record import portable
-from registry import Composition, FocalppError, compose, get
+from components.reports.contracts import check_analyses
+from registry import Composition, FocalppError, compose
 from registry.constraints import check_seed
 from registry.usage import provenance
 
@@ -215,9 +214,7 @@ def execute(args: argparse.Namespace) -> int:
         numerics.require(args.numerics or numerics.RUN_DEFAULT)
     show_choices(comp)
     exp = comp.experiment
-    check_names(exp.analyses)  # a misspelt analysis fails before the run, not after it
-    for name in exp.analyses:  # and one that breaks its kind's contract (names no section)
-        check(get("analysis", name))
+    check_analyses(exp.analyses)  # misspelt or broken: refused before the run, not after it
     if args.dry_run:
         show_bindings()
         return 0

@@ -6,12 +6,15 @@ kinds' contracts are in components/contracts/."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import components.reports.sections  # noqa: F401  (the built-in sections)
+from components.contracts import check
 from components.contracts.core import Broken, build, contract
+from components.evaluation.analyses import check_names
 from components.reports.tables import RunGroups
-from registry import names
+from registry import get, names
 
 
 class Analysis(Protocol):
@@ -24,6 +27,14 @@ class ReportSection(Protocol):
     order: int
 
     def __call__(self, runs: Any) -> Any: ...
+
+
+def check_analyses(analyses: Sequence[str]) -> None:
+    """Each of `analyses` is a registered analysis (a misspelt one named, with suggestions) and
+    keeps its kind's contract (it names a section), before anything runs."""
+    check_names(list(analyses))
+    for name in analyses:
+        check(get("analysis", name))
 
 
 @contract("analysis", Analysis)

@@ -19,8 +19,6 @@ deterministic policy acts (the one action every backbone offers)."""
 
 from __future__ import annotations
 
-import torch
-
 from components.evaluation.episodes import Returns
 from components.evaluation.test_contexts.scene import Scene
 from registry import register
@@ -51,7 +49,7 @@ class NonPrior:
         episodes = scene.collection_episodes(self.episodes)
         random_total = round(self.random_fraction * episodes * horizon)
         uniform = scene.uniform_actions(_SALT)
-        contexts, valid = [], []
+        collected = []
         z = scene.zeros()
         for e in range(episodes):
             episode = scene.play(
@@ -60,7 +58,6 @@ class NonPrior:
                 random_steps=min(horizon, max(0, random_total - e * horizon)),
                 uniform=uniform,
             )
-            contexts.append(episode.context)
-            valid.append(episode.alive)
-            z = scene.infer(scene.draw(torch.cat(contexts, 1), torch.cat(valid, 1), _SALT + 1 + e))
+            collected.append(episode)
+            z = scene.infer_from(collected, _SALT + 1 + e)
         return scene.play(z).returns

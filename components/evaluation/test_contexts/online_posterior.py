@@ -48,20 +48,13 @@ class OnlinePosterior:
         self.episodes, self.prior_episodes = episodes, prior_episodes
 
     def __call__(self, scene: Scene) -> Returns:
-        contexts, valid = [], []
+        collected = []
         for e in range(scene.collection_episodes(self.episodes)):
             if e < self.prior_episodes:
                 z = scene.per_seed(
                     lambda g: torch.randn(scene.block, scene.latent_dim, generator=g), _SALT + e
                 )
             else:
-                z = inferred(scene, contexts, valid, e)
-            episode = scene.play(z, episode=e)
-            contexts.append(episode.context)
-            valid.append(episode.alive)
-        return scene.play(inferred(scene, contexts, valid, len(contexts))).returns
-
-
-def inferred(scene: Scene, contexts: list, valid: list, e: int) -> torch.Tensor:
-    """z from every episode collected so far."""
-    return scene.infer(scene.draw(torch.cat(contexts, 1), torch.cat(valid, 1), _SALT + 100 + e))
+                z = scene.infer_from(collected, _SALT + 100 + e)  # from all collected so far
+            collected.append(scene.play(z, episode=e))
+        return scene.play(scene.infer_from(collected, _SALT + 100 + len(collected))).returns

@@ -43,13 +43,11 @@ class OnlinePrior:
         self.episodes = episodes
 
     def __call__(self, scene: Scene) -> Returns:
-        contexts, valid = [], []
+        collected = []
         for e in range(scene.collection_episodes(self.episodes)):
             z = scene.per_seed(
                 lambda g: torch.randn(scene.block, scene.latent_dim, generator=g), _SALT + e
             )
-            episode = scene.play(z, episode=e)
-            contexts.append(episode.context)
-            valid.append(episode.alive)
-        z = scene.infer(scene.draw(torch.cat(contexts, 1), torch.cat(valid, 1), _SALT - 1))
+            collected.append(scene.play(z, episode=e))
+        z = scene.infer_from(collected, _SALT - 1)
         return scene.play(z).returns

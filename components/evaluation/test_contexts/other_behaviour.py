@@ -53,12 +53,10 @@ class OtherBehaviour:
             donors = [int(rng.choice([d for d in train if d != t])) for t in scene.tasks]
             agents.append(expert_agent(dataset, scene.family, donors, seed))
         actor = _Donors(agents, scene)
-        contexts, valid = [], []
+        collected = []
         for e in range(scene.collection_episodes(self.episodes)):
-            episode = scene.play(None, episode=e, actor=actor)
-            contexts.append(episode.context)
-            valid.append(episode.alive)
-        z = scene.infer(scene.draw(torch.cat(contexts, 1), torch.cat(valid, 1), _SALT + 1))
+            collected.append(scene.play(None, episode=e, actor=actor))
+        z = scene.infer_from(collected, _SALT + 1)
         return scene.play(z).returns
 
 

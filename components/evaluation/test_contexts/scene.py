@@ -212,6 +212,12 @@ class Scene:
         context = torch.stack(rows, 1)
         return Episode(returns, context, torch.as_tensor(np.stack(alive, 1), device=self.device))
 
+    def infer_from(self, episodes: Sequence[Episode], salt: int) -> torch.Tensor:
+        """z [R, Z] from a context drawn (`draw`) from everything the rows collected in
+        `episodes`."""
+        context = torch.cat([e.context for e in episodes], 1)
+        return self.infer(self.draw(context, torch.cat([e.alive for e in episodes], 1), salt))
+
     def draw(self, context: torch.Tensor, valid: torch.Tensor, salt: int) -> torch.Tensor:
         """A context for every row from what it collected: `context` [R, M, F] with `valid`
         [R, M]. Where every row kept all M transitions and M ≤ C (= `context_transitions`) they
