@@ -1,18 +1,16 @@
 """Each test-context protocol read against the no-context floor and the true-task ceiling of the
-same learner, environment and scale (docs/TEST_CONTEXTS.md): how much of the gap between them
-the protocol's context recovers, and whether a drop from `offline` is inference lost."""
+same learner, environment, scale and label (components/reports/floors.py, docs/TEST_CONTEXTS.md):
+how much of the gap between them the protocol's context recovers, and whether a drop from
+`offline` is inference lost."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from components.reports.intervals import mean
-from components.reports.tables import RunGroups, Section, recipe_stem, table_or_none
+from components.reports.floors import Bracket, brackets, is_reference, learner, setting
+from components.reports.tables import RunGroups, Section, table_or_none
 from registry import register
 
-FLOOR, CEILING = "reference_no_context", "reference_oracle"
 COLUMNS = (
     "env",
     "scale",
@@ -34,69 +32,50 @@ class ProtocolGaps:
     final meta-test's, mean over seeds) as the share of the floor-to-ceiling gap it recovers:
     (return − floor) / (ceiling − floor), where the floor is `reference_no_context` (z = 0: no
     context at all) and the ceiling `reference_oracle` (the true task told), both on the same
-    learner, environment and scale. A cell whose mean lies within or below the floor's 95%
-    interval reads "at the floor": it shows no inference, so no drop to it is inference lost;
-    the drop from `offline` (offline minus the protocol's return, mean over seeds) is given only
-    where both cells lie above the floor's interval. The learner is the run's built agent (a run
-    recorded before runs named it: the one its bindings choose, else BRAC, the trainer's
-    default). Shown only where the report holds the floor and the ceiling."""
+    learner, environment, scale and label (a study's variant: the learner's settings). A cell
+    whose mean lies within or below the floor's 95% interval reads "at the floor": it shows no
+    inference, so no drop to it is inference lost; the drop from `offline` (offline minus the
+    protocol's return, mean over seeds) is given only where both cells lie above the floor's
+    interval. The learner is the run's built agent (a run recorded before runs named it: the
+    one its bindings choose, else BRAC, the trainer's default). Shown only where the report
+    holds the floor and the ceiling."""
 
     order = 97
     title = "Test-context protocols against the no-context floor and the true-task ceiling"
 
     def __call__(self, runs: RunGroups) -> Section | None:
-        by_learner: dict[tuple[str, str, str, str], list[dict]] = {}
-        for (env, scale, _), group in runs.items():
-            for run in group:
-                key = (env, scale, learner(run), recipe_stem(run))
-                by_learner.setdefault(key, []).append(run)
+        found = brackets(runs)
         rows = []
-        for (env, scale, agent, stem), group in sorted(by_learner.items()):
-            floor = by_learner.get((env, scale, agent, FLOOR))
-            ceiling = by_learner.get((env, scale, agent, CEILING))
-            if stem in (FLOOR, CEILING) or not floor or not ceiling:
-                continue
-            low = mean([offline(r) for r in floor], reps=runs.reps)
-            top = float(np.mean([offline(r) for r in ceiling]))
-            cells = protocol_returns(group)
-            above = {name: float(np.mean(v)) > low.high for name, v in cells.items()}
-            for name, values in cells.items():
-                value = float(np.mean(values))
-                share = (value - low.point) / (top - low.point) if top != low.point else None
-                drop = "-"
-                if name != "offline" and above.get("offline") and above[name]:
-                    drop = f"{np.mean(cells['offline']) - value:.2f}"
-                rows.append(
-                    (
-                        env, scale, agent, stem, name,
-                        "-" if share is None else f"{share:.2f}",
-                        f"{value:.2f}", low.format(), f"{top:.2f}",
-                        "above the floor" if above[name] else "at the floor: no inference",
-                        drop,
-                    )
-                )  # fmt: skip
+        for (env, scale, recipe), row in runs.items():
+            by_setting: dict = {}
+            for run in row:  # a row run on two learners is read against each one's floor
+                by_setting.setdefault(setting(run), []).append(run)
+            for key, group in by_setting.items():
+                if key in found and not is_reference(group):
+                    rows += _rows(env, scale, recipe, group, found[key])
         return table_or_none(self.title, COLUMNS, rows)
 
 
-def learner(run: dict) -> str:
-    """The agent a run built; for a run recorded before runs named it, the one its bindings
-    choose, else BRAC (the FOCAL trainer's default)."""
-    built = (run.get("parts") or {}).get("agent")
-    if built:
-        return built[0]
-    for binding in run.get("bindings") or ():
-        chosen = re.fullmatch(r"\s*focal\.agent\s*=\s*@(\w+)\s*", binding)
-        if chosen:
-            return chosen.group(1)
-    return "brac"
-
-
-def offline(run: dict) -> float:
-    """The run's headline return with its own offline context."""
-    cells = run["eval"].get("test_contexts") or {}
-    if "mean" in cells.get("offline", {}):
-        return cells["offline"]["mean"]
-    return run["eval"]["test_return_mean"]
+def _rows(env: str, scale: str, recipe: str, group: list[dict], bracket: Bracket) -> list[tuple]:
+    """One row per protocol of one row's runs on one learner, read against its bracket."""
+    cells = protocol_returns(group)
+    above = {name: bracket.above(float(np.mean(v))) for name, v in cells.items()}
+    rows = []
+    for name, values in cells.items():
+        value = float(np.mean(values))
+        drop = "-"
+        if name != "offline" and above.get("offline") and above[name]:
+            drop = f"{np.mean(cells['offline']) - value:.2f}"
+        rows.append(
+            (
+                env, scale, learner(group[0]), recipe, name,
+                bracket.share_text(value),
+                f"{value:.2f}", bracket.floor.format(), f"{bracket.ceiling:.2f}",
+                "above the floor" if above[name] else "at the floor: no inference",
+                drop,
+            )
+        )  # fmt: skip
+    return rows
 
 
 def protocol_returns(group: list[dict]) -> dict[str, list[float]]:

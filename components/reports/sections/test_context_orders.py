@@ -4,17 +4,23 @@ task's offline data."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from components.reports.floors import Bracket, bracket_of, brackets, learner
 from components.reports.intervals import improvement, verdict
 from components.reports.tables import RunGroups, Section, spread, table_or_none
 from registry import register
 
-# (FOCAL++'s row, FOCAL's row) on each learner: the recipes' stems
-PAIRS = {"BRAC": ("focalpp", "focal"), "IQL": ("focalpp_iql", "focal_iql")}
+# FOCAL++'s row -> FOCAL's row on the same learner: the recipes' stems (a study's variant, the
+# label, pairs the two rows of the same label)
+PAIRS = {"focalpp": "focal", "focalpp_iql": "focal_iql"}
 COLUMNS = (
     "env",
     "scale",
     "learner",
     "protocol",
+    "share FOCAL++",
+    "share FOCAL",
     "seeds",
     "FOCAL++",
     "FOCAL",
@@ -29,28 +35,35 @@ COLUMNS = (
 
 @register("report_section", "test_context_orders")
 class ProtocolOrders:
-    """Per environment, learner (BRAC: `focalpp` v `focal`; IQL: `focalpp_iql` v `focal_iql`)
-    and test-context protocol: both rows' returns (mean ± std over seeds, the final meta-test's
-    headline return), P(FOCAL++ > FOCAL) with its 95% stratified-bootstrap interval and the
-    verdict on the paper's order (FOCAL++ above) by the headline's rule; then each row's drop
-    from its own `offline` score, seed by seed, and P(FOCAL++'s drop < FOCAL's) with its
-    verdict on the claim of the paper's Table 3 (the attention loses less when the context
-    shifts). `offline` has no drop."""
+    """Per environment, learner (`focalpp` v `focal`, `focalpp_iql` v `focal_iql`, each pair
+    of one label: the learner named as built, with the label) and test-context protocol: first
+    each row's share of its floor-to-ceiling gap (components/reports/floors.py; "-" where the
+    report holds no floor and ceiling of that learner); both rows' returns (mean ± std over
+    seeds, the final meta-test's headline return), P(FOCAL++ > FOCAL) with its 95%
+    stratified-bootstrap interval and the verdict on the paper's order (FOCAL++ above) by the
+    headline's rule; then each row's drop from its own `offline` score, seed by seed, and
+    P(FOCAL++'s drop < FOCAL's) with its verdict on the claim of the paper's Table 3 (the
+    attention loses less when the context shifts). Where the report holds the floor, the drops
+    are compared only where all four means (each row's offline and protocol cell) lie above the
+    floor's interval; otherwise they read "at the floor": no inference to lose. `offline` has
+    no drop."""
 
     order = 96
     title = "Test-context protocols: FOCAL++ against FOCAL on each learner, and the drops"
 
     def __call__(self, runs: RunGroups) -> Section | None:
-        rows = []
-        envs = sorted({(env, scale) for env, scale, _ in runs.groups})
-        for env, scale in envs:
-            for learner, (ours, theirs) in PAIRS.items():
-                x, y = runs.groups.get((env, scale, ours)), runs.groups.get((env, scale, theirs))
-                if not x or not y:
-                    continue
-                x_cells, y_cells = _cells(x), _cells(y)
-                for name in [n for n in x_cells if n in y_cells]:
-                    rows.append((env, scale, learner, name, *_row(x_cells, y_cells, name, runs)))
+        found, rows = brackets(runs), []
+        for (env, scale, recipe), x in runs.items():
+            stem, _, label = recipe.partition(" ")
+            y = runs.groups.get((env, scale, f"{PAIRS.get(stem)}{' ' if label else ''}{label}"))
+            if stem not in PAIRS or not y:
+                continue
+            name = learner(x[0]).upper() + (f" {label}" if label else "")
+            pair = (bracket_of(found, x), bracket_of(found, y))
+            x_cells, y_cells = _cells(x), _cells(y)
+            for protocol in [n for n in x_cells if n in y_cells]:
+                cells = _row(x_cells, y_cells, protocol, runs, pair)
+                rows.append((env, scale, name, protocol, *cells))
         return table_or_none(self.title, COLUMNS, rows)
 
 
@@ -70,12 +83,33 @@ def _cells(group: list[dict]) -> dict[str, dict[str, list[float]]]:
     return found
 
 
-def _row(x_cells, y_cells, name: str, runs: RunGroups) -> tuple[str, ...]:
+def _row(x_cells, y_cells, name: str, runs: RunGroups, pair) -> tuple[str, ...]:
     x, y = x_cells[name], y_cells[name]
+    shares = tuple(
+        b.share_text(float(np.mean(c[name]["return"]))) if b else "-"
+        for b, c in zip(pair, (x_cells, y_cells), strict=True)
+    )
     p = improvement(x["return"], y["return"], reps=runs.reps)
     drops = ("-", "-", "-", "-")
     if name != "offline" and x["drop"] and y["drop"]:
-        less = improvement([-d for d in x["drop"]], [-d for d in y["drop"]], reps=runs.reps)
-        drops = (spread(x["drop"]), spread(y["drop"]), less.format(), verdict(less, True))
+        if _at_the_floor(pair, x_cells, y_cells, name):
+            drops = ("at the floor", "at the floor", "-", "no inference to lose")
+        else:
+            less = improvement([-d for d in x["drop"]], [-d for d in y["drop"]], reps=runs.reps)
+            drops = (spread(x["drop"]), spread(y["drop"]), less.format(), verdict(less, True))
     seeds = f"{len(x['return'])} v {len(y['return'])}"
-    return (seeds, spread(x["return"]), spread(y["return"]), p.format(), verdict(p, True), *drops)
+    return (*shares, seeds, spread(x["return"]), spread(y["return"]), p.format(),
+            verdict(p, True), *drops)  # fmt: skip
+
+
+def _at_the_floor(pair: tuple[Bracket | None, Bracket | None], x_cells, y_cells, name) -> bool:
+    """Whether some cell of the two rows' offline and `name` lies at its row's floor (a row
+    whose learner has no floor in the report is not read against one)."""
+    for bracket, cells in zip(pair, (x_cells, y_cells), strict=True):
+        if bracket is not None:
+            for protocol in ("offline", name):
+                if protocol in cells and not bracket.above(
+                    float(np.mean(cells[protocol]["return"]))
+                ):
+                    return True
+    return False

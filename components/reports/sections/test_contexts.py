@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from components.reports.floors import Bracket, bracket_of, brackets
 from components.reports.tables import RunGroups, Section, spread, table_or_none
 from registry import register
 
@@ -10,6 +13,7 @@ COLUMNS = (
     "scale",
     "recipe",
     "protocol",
+    "recovered share",
     "seeds",
     "test return",
     "drop from offline",
@@ -20,19 +24,23 @@ COLUMNS = (
 
 @register("report_section", "test_contexts")
 class ProtocolReturns:
-    """Per row and test-context protocol: the headline return of the final meta-test (mean ±
-    std over seeds; the appendix sparse return on sparse families), and each seed's drop from
-    its `offline` score (offline minus the protocol's: how much the agent loses when the context
-    is not its test task's offline data); on Meta-World the success rate and the normalised
-    score beside them. A protocol that could not score a run (its `not applicable` reason) is
-    left out of that run's cells."""
+    """Per row and test-context protocol: first the share of its learner's floor-to-ceiling gap
+    the protocol recovers (components/reports/floors.py; "-" where the report holds no floor and
+    ceiling of the row's learner), then the headline return of the final meta-test (mean ± std
+    over seeds; the appendix sparse return on sparse families), and each seed's drop from its
+    `offline` score (offline minus the protocol's: how much the agent loses when the context is
+    not its test task's offline data) — where the report holds the floor, only where both means
+    lie above its interval ("at the floor" otherwise: no inference to lose); on Meta-World the
+    success rate and the normalised score beside them. A protocol that could not score a run
+    (its `not applicable` reason) is left out of that run's cells."""
 
     order = 95
     title = "Test-context protocols: the return of one trained agent under each"
 
     def __call__(self, runs: RunGroups) -> Section | None:
-        rows = []
+        found, rows = brackets(runs), []
         for (env, scale, recipe), group in runs.items():
+            bracket = bracket_of(found, group)
             cells = [r["eval"]["test_contexts"] for r in group if "test_contexts" in r["eval"]]
             protocols = list(dict.fromkeys(name for c in cells for name in c))
             for name in protocols:
@@ -47,9 +55,10 @@ class ProtocolReturns:
                         scale,
                         recipe,
                         name,
+                        bracket.share_text(float(np.mean(values))) if bracket else "-",
                         str(len(values)),
                         spread(values),
-                        spread(drops) if drops and name != "offline" else "-",
+                        _drop(drops, scored, name, bracket),
                         *(
                             _measure(scored, name, key)
                             for key in ("success_rate", "normalised_score")
@@ -57,6 +66,18 @@ class ProtocolReturns:
                     )
                 )
         return table_or_none(self.title, COLUMNS, rows)
+
+
+def _drop(drops: list[float], cells: list[dict], name: str, bracket: Bracket | None) -> str:
+    """The drop from offline, or why it is not inference lost: a cell at the floor."""
+    if not drops or name == "offline":
+        return "-"
+    if bracket is not None:
+        offline = [c["offline"]["mean"] for c in cells if "mean" in c.get("offline", {})]
+        means = (np.mean(offline), np.mean([c[name]["mean"] for c in cells]))
+        if not all(bracket.above(float(m)) for m in means):
+            return "at the floor"
+    return spread(drops)
 
 
 def _measure(cells: list[dict], name: str, key: str) -> str:

@@ -187,7 +187,8 @@ def test_a_run_records_every_protocol_s_cell(tiny_data, tmp_path):
     assert [row[3] for row in table.rows] == list(cells)
     offline = cells["offline"]["mean"]
     for row in table.rows[1:]:
-        assert row[6] == f"{offline - cells[row[3]]['mean']:.2f} ± 0.00"
+        assert row[4] == "-"  # no floor and ceiling in this report: no share
+        assert row[7] == f"{offline - cells[row[3]]['mean']:.2f} ± 0.00"
 
 
 def test_the_protocols_score_the_last_meta_test_unless_asked_for_every_one(setup):  # noqa: F811

@@ -1,0 +1,101 @@
+"""The no-context floor and the true-task ceiling that a test-context cell is read against
+(docs/TEST_CONTEXTS.md): the reference rows `reference_no_context` (z = 0) and
+`reference_oracle` (the true task told) of the same environment, scale, learner and label.
+
+A protocol's return means task inference only beside them: its share of the gap,
+(return − floor) / (ceiling − floor), says how much of what a told task adds its context
+recovers, and a return within or below the floor's 95% interval shows no inference at all, so a
+drop to it is not inference lost. Every test-context section reads its cells through this one
+module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from components.reports.intervals import Estimate, mean
+from components.reports.tables import RunGroups, recipe_stem
+
+FLOOR, CEILING = "reference_no_context", "reference_oracle"
+REFERENCES = (FLOOR, CEILING)
+# (env, scale, learner, label): where a row's floor and ceiling are found
+Setting = tuple[str, str, str, str]
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """A row's floor (its mean and 95% interval over seeds) and ceiling (mean over seeds)."""
+
+    floor: Estimate
+    ceiling: float
+
+    def share(self, value: float) -> float | None:
+        """The share of the floor-to-ceiling gap `value` recovers (None: no gap to recover)."""
+        gap = self.ceiling - self.floor.point
+        return (value - self.floor.point) / gap if gap else None
+
+    def above(self, value: float) -> bool:
+        """Whether `value` lies above the floor's interval: some inference shown."""
+        return value > self.floor.high
+
+    def share_text(self, value: float) -> str:
+        share = self.share(value)
+        return "-" if share is None else f"{share:.2f}"
+
+
+def learner(run: dict) -> str:
+    """The agent a run built; for a run recorded before runs named it, the one its bindings
+    choose, else BRAC (the FOCAL trainer's default)."""
+    built = (run.get("parts") or {}).get("agent")
+    if built:
+        return built[0]
+    for binding in run.get("bindings") or ():
+        chosen = re.fullmatch(r"\s*focal\.agent\s*=\s*@(\w+)\s*", binding)
+        if chosen:
+            return chosen.group(1)
+    return "brac"
+
+
+def setting(run: dict) -> Setting:
+    return (run["env"], run["scale"], learner(run), run.get("label") or "")
+
+
+def offline(run: dict) -> float:
+    """The run's headline return with its own offline context (a reference row has no other)."""
+    cells = run["eval"].get("test_contexts") or {}
+    if "mean" in cells.get("offline", {}):
+        return cells["offline"]["mean"]
+    return run["eval"]["test_return_mean"]
+
+
+def brackets(runs: RunGroups) -> dict[Setting, Bracket]:
+    """Each setting the report holds both reference rows of, with its floor and ceiling."""
+    found: dict[tuple[Setting, str], list[float]] = {}
+    for group in runs.groups.values():
+        for run in group:
+            if recipe_stem(run) in REFERENCES:
+                found.setdefault((setting(run), recipe_stem(run)), []).append(offline(run))
+    settings = {key for key, stem in found if stem == FLOOR} & {
+        key for key, stem in found if stem == CEILING
+    }
+    return {
+        key: Bracket(
+            floor=mean(found[key, FLOOR], reps=runs.reps),
+            ceiling=float(np.mean(found[key, CEILING])),
+        )
+        for key in sorted(settings)
+    }
+
+
+def bracket_of(found: dict[Setting, Bracket], group: list[dict]) -> Bracket | None:
+    """The floor and ceiling of a row's runs (None: the report holds none for its setting, or
+    its runs are of several)."""
+    settings = {setting(run) for run in group}
+    return found.get(settings.pop()) if len(settings) == 1 else None
+
+
+def is_reference(group: list[dict]) -> bool:
+    return any(recipe_stem(run) in REFERENCES for run in group)
