@@ -33,6 +33,7 @@ import components.sweep.ray_backend  # noqa: F401
 from components.cli.run import parse_seeds
 from components.outputs.console import out, run_tool
 from components.reports.contracts import check_analyses
+from components.reports.drift import drifted_rows
 from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
 from components.sweep.job import Outcome
@@ -93,6 +94,15 @@ def execute(args: argparse.Namespace) -> int:
     runs = study.runs()
     target = args.out or ROOT / "runs" / "studies" / study.name
     out.print(f"study {escape(study.name)}: {len(runs)} runs → {escape(str(target))}")
+    kept = read_records(args.records) if args.records and is_records(args.records) else []
+    check_recorded(kept, runs, args.records)  # the choices of each recorded run of its name
+    if drifted := drifted_rows(study, args.records) if kept else []:
+        raise StudyError(  # and its row's configuration: what is done is decided by both
+            f"{args.records} holds runs of rows this study would build otherwise, so they cannot "
+            "count as done and new runs could not join them:\n  "
+            + "\n  ".join(drifted)
+            + "\nGive the changed rows a variant of their own, or record the study elsewhere"
+        )
     if args.dry_run:  # the processes the study starts: a run each, or a group of seeds each
         jobs = study.jobs()
         if len(jobs) != len(runs):
@@ -105,8 +115,6 @@ def execute(args: argparse.Namespace) -> int:
         detail = f" ({outcome.reason})" if outcome.reason else ""
         out.print(escape(f"{outcome.name}: {outcome.status}, {outcome.how}{detail}"))
 
-    kept = read_records(args.records) if args.records and is_records(args.records) else []
-    check_recorded(kept, runs, args.records)
     recorded = frozenset(run["run"] for run in kept)
     index = run_study(
         study, target, backend, backend_name=args.backend, on_outcome=show, recorded=recorded

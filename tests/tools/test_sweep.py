@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -332,6 +333,27 @@ bindings = ["task_data.root = '{tiny_data}'"]
     assert "holds a run 'focal-sparse_point_robot-s0' trained otherwise" in said
     assert 'bindings ["task_data.root' in said and "it cannot count as done" in said
     assert not (tmp_path / "out3" / "runs").exists()
+    # the same choices, but the recipe edited since: the recorded row was built otherwise, so
+    # its run is not done (decided by the configuration, not the name), refused before training
+    study.write_text(study.read_text().replace(more, 'bindings = ["'))
+    edited = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", edited)
+    with (edited / "focal.gin").open("a") as recipe:
+        recipe.write("\nbrac.policy_mean_reg = 0.002\n")
+    for extra in (("--dry-run",), ()):
+        drifted = cli(
+            "sweep", str(study), "--out", str(tmp_path / "out4"), "--records", str(records),
+            *extra, env={"FOCALPP_RECIPES": str(edited)},
+        )  # fmt: skip
+        assert drifted.returncode == 2, drifted.stderr + drifted.stdout
+        said = " ".join(drifted.stderr.split())
+        assert "holds runs of rows this study would build otherwise" in said
+        assert (
+            "focal.gin on sparse_point_robot: agent.brac.policy_mean_reg: 0.002 v (not bound)"
+            in said
+        )
+        assert not (tmp_path / "out4" / "runs").exists()
+    assert len((records / "runs.jsonl").read_text().splitlines()) == 1
 
 
 def test_a_study_whose_analysis_fails_says_so_and_records_nothing_half_done(tiny_data, tmp_path):
