@@ -712,6 +712,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         run_flags("--seeds", "0-99999999999"),
         "--seeds 99999999999: expected an integer seed in [0, 4294967295]",
     ),
+    "seeds beginning with a minus": (
+        run_flags("--seeds", "-3-4"),
+        "'-3-4': expected seeds as a range and/or a list, e.g. 0-7",
+    ),
     "seeds range running backwards": (
         run_flags("--seeds", "7-3"),
         "the range 7-3 runs backwards",
@@ -1277,6 +1281,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "collect: tag with a path": (
         collect("--env", "sparse_point_robot", "--tag", "../../escape"),
         "dataset tag '../../escape' (--tag, or task_data.tag) must be a plain name",
+    ),
+    "collect: a shard with a negative index": (
+        collect("--env", "sparse_point_robot", "--shard", "-1/2"),
+        "shard -1/2: expected 0 ≤ index < count and count ≥ 2",
     ),
     "collect: merge of fewer than two shards": (
         collect("--env", "sparse_point_robot", "--merge", "1"),

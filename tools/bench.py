@@ -64,6 +64,7 @@ import components.machine as machine
 from components.benchmarks.limits import count_flops
 from components.benchmarks.numerics import bench_numerics
 from components.benchmarks.sections import SECTIONS as TRAINING_SECTIONS
+from components.cli.parser import ToolParser
 from components.data.behaviour import rollout
 from components.data.build import describe, ensure_dataset
 from components.data.protocols import CheckpointRollouts
@@ -303,7 +304,7 @@ DEFAULT = [name for name in SECTIONS if name not in ("quality", "gpu")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sections", nargs="+", choices=sorted(SECTIONS), default=DEFAULT)
     p.add_argument("--quick", action="store_true", help="smoke-test sizes; figures mean nothing")
     p.add_argument("--json", type=Path, help="write the report here")

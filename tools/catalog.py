@@ -26,6 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import components
+from components.cli.parser import ToolParser
 from components.experiment.build import HANDED
 from components.outputs.console import err, out, run_tool
 from registry import CatalogEntry, FocalppError, catalog, entries, get, load_plugin
@@ -34,7 +35,7 @@ from registry.core import check_kind
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--kind", help="only this kind")
     p.add_argument("--pattern", default="*", help="shell-style pattern on names, e.g. '*attn*'")
     p.add_argument("--plugin", action="append", default=[], help="module or .py file to import")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from components.cli.parser import ToolParser
 from components.outputs.console import out, run_tool
 from components.outputs.run_record import RUN_JSON
 from components.reports.records import is_records, read_records, run_dirs_under, write_records
@@ -30,7 +31,7 @@ from registry import FocalppError
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument(
         "sources", nargs="+", type=Path, help="study directories, run directories or parents"
     )

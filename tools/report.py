@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from components.cli.parser import ToolParser
 from components.outputs.console import run_tool
 from components.reports.headline import headline
 from components.reports.intervals import REPS
@@ -33,7 +34,7 @@ MAX_REPS = 1_000_000  # a bootstrap keeps reps × seeds numbers per interval
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("paths", nargs="*", type=Path, help="records, study or run directories")
     p.add_argument("--markdown", action="store_true", help="print Markdown tables")
     p.add_argument("--out", type=Path, help="also write report.md and figures (PNG) here")

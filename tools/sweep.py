@@ -30,6 +30,7 @@ from rich.table import Table
 
 import components.sweep.local  # registers the backends
 import components.sweep.ray_backend  # noqa: F401
+from components.cli.parser import ToolParser
 from components.cli.run import parse_seeds
 from components.outputs.console import out, run_tool
 from components.reports.contracts import check_analyses
@@ -52,7 +53,7 @@ MAX_WORKERS = 4096  # concurrent runs of one study
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("study", type=Path, help="study file (TOML)")
     p.add_argument("--out", type=Path, help="study directory (default runs/studies/<name>)")
     p.add_argument("--backend", default="local", help="registered backend: local (default), ray")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from components.cli.parser import ToolParser
 from components.evaluation.analyses import NAMES as ANALYSES  # registers them
 from components.evaluation.analyses import scalars
 from components.experiment.trained import analyse
@@ -39,7 +40,7 @@ from registry import FocalppError, load_plugin
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--analyses", default=",".join(ANALYSES), help="comma-separated names")
     p.add_argument("--gin_param", action="append", default=[], help="binding for an analysis")

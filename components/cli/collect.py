@@ -35,6 +35,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from components.cli.parser import ToolParser
 from components.data.build import describe
 from components.data.collect import collect, collect_shard
 from components.data.store import MANIFEST, cache_root, load_dataset
@@ -45,7 +46,7 @@ from registry.constraints import check_seed
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--env", help="family name, e.g. sparse_point_robot")
     p.add_argument("--protocol", help="checkpoints (default), replay or relabeled")
     p.add_argument("--quality", help="check and summarise this quality")

@@ -46,6 +46,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import components.numerics as numerics
+from components.cli.parser import ToolParser
 from components.evaluation.analyses import scalars
 from components.experiment.lifecycle import continue_runs, stopped_runs
 from components.experiment.lifecycle import finish_analyses as finish
@@ -59,7 +60,7 @@ from registry.usage import provenance
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = ToolParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--recipe", help="recipe file (path, or name under recipes/)")
     p.add_argument("--env", help="environment column: recipes/envs/<NAME>.gin")
     p.add_argument("--scale", help="scale: recipes/scales/<NAME>.gin (default from recipe: cpu)")

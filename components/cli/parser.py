@@ -1,0 +1,49 @@
+"""The tools' argument parser: argparse, except that a value beginning with '-' reaches the
+option that expects it.
+
+argparse reads `--shard -1/2` or `--seeds -3-4` as an option followed by another option, and
+stops with only "expected one argument"; the value never reaches the option's own check, which
+names the range it expects. Here an option that takes one value is joined to the next word
+(`--shard=-1/2`) whenever that word is not itself one of the tool's options, so every
+command-line number meets its range check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+class ToolParser(argparse.ArgumentParser):
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace=None):
+        words = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._joined(words), namespace)
+
+    def _joined(self, words: list[str]) -> list[str]:
+        takes_one = {
+            option
+            for action in self._actions
+            if action.nargs is None and action.option_strings and action.const is None
+            for option in action.option_strings
+        }
+        options = {option for action in self._actions for option in action.option_strings}
+        joined, i = [], 0
+        while i < len(words):
+            word = words[i]
+            if word == "--":  # everything after it is positional
+                return joined + words[i:]
+            following = words[i + 1] if i + 1 < len(words) else None
+            if (
+                word in takes_one
+                and following is not None
+                and following.startswith("-")
+                and following != "--"
+                and following.split("=", 1)[0] not in options
+            ):
+                joined.append(f"{word}={following}")
+                i += 2
+                continue
+            joined.append(word)
+            i += 1
+        return joined

@@ -1,0 +1,35 @@
+"""The tools' parser hands a value beginning with '-' to the option that expects it, and
+nothing else changes: flags, options followed by options, and words after `--`."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.cli.parser import ToolParser
+
+
+def parser() -> ToolParser:
+    p = ToolParser(prog="tool")
+    p.add_argument("--shard")
+    p.add_argument("--workers", type=int)
+    p.add_argument("--out")
+    p.add_argument("--debug", action="store_true")
+    p.add_argument("paths", nargs="*")
+    return p
+
+
+def test_a_value_beginning_with_a_minus_reaches_its_option():
+    args = parser().parse_args(["--shard", "-1/2", "--workers", "-3", "--out", "-x"])
+    assert (args.shard, args.workers, args.out) == ("-1/2", -3, "-x")
+
+
+def test_an_option_followed_by_an_option_is_not_joined():
+    with pytest.raises(SystemExit):  # argparse's own refusal: --out has no value
+        parser().parse_args(["--out", "--debug"])
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--out", "--workers=2"])
+
+
+def test_flags_positionals_and_words_after_a_double_dash_are_left_alone():
+    args = parser().parse_args(["--debug", "--shard=0/2", "--", "a", "-b"])
+    assert (args.debug, args.shard, args.paths) == (True, "0/2", ["a", "-b"])
