@@ -41,6 +41,11 @@ class Bracket:
         """Whether `value` lies above the floor's interval: some inference shown."""
         return value > self.floor.high
 
+    def drop_is_inference(self, offline: float, value: float) -> bool:
+        """Whether a drop from `offline` to `value` (mean returns) is inference lost: both lie
+        above the floor's interval (a drop to the floor had no inference there to lose)."""
+        return self.above(offline) and self.above(value)
+
     def share_text(self, value: float) -> str:
         share = self.share(value)
         return "-" if share is None else f"{share:.2f}"

@@ -59,19 +59,19 @@ class ProtocolGaps:
 def _rows(env: str, scale: str, recipe: str, group: list[dict], bracket: Bracket) -> list[tuple]:
     """One row per protocol of one row's runs on one learner, read against its bracket."""
     cells = protocol_returns(group)
-    above = {name: bracket.above(float(np.mean(v))) for name, v in cells.items()}
+    offline = float(np.mean(cells["offline"])) if "offline" in cells else None
     rows = []
     for name, values in cells.items():
         value = float(np.mean(values))
         drop = "-"
-        if name != "offline" and above.get("offline") and above[name]:
-            drop = f"{np.mean(cells['offline']) - value:.2f}"
+        if name != "offline" and offline is not None and bracket.drop_is_inference(offline, value):
+            drop = f"{offline - value:.2f}"
         rows.append(
             (
                 env, scale, learner(group[0]), recipe, name,
                 bracket.share_text(value),
                 f"{value:.2f}", bracket.floor.format(), f"{bracket.ceiling:.2f}",
-                "above the floor" if above[name] else "at the floor: no inference",
+                "above the floor" if bracket.above(value) else "at the floor: no inference",
                 drop,
             )
         )  # fmt: skip

@@ -54,9 +54,11 @@ class ProtocolOrders:
     def __call__(self, runs: RunGroups) -> Section | None:
         found, rows = brackets(runs), []
         for (env, scale, recipe), x in runs.items():
-            stem, _, label = recipe.partition(" ")
-            y = runs.groups.get((env, scale, f"{PAIRS.get(stem)}{' ' if label else ''}{label}"))
-            if stem not in PAIRS or not y:
+            stem, _, label = recipe.partition(" ")  # `focalpp (label)` pairs `focal (label)`
+            if stem not in PAIRS:
+                continue
+            y = runs.groups.get((env, scale, recipe.replace(stem, PAIRS[stem], 1)))
+            if not y:
                 continue
             name = learner(x[0]).upper() + (f" {label}" if label else "")
             pair = (bracket_of(found, x), bracket_of(found, y))
@@ -103,13 +105,10 @@ def _row(x_cells, y_cells, name: str, runs: RunGroups, pair) -> tuple[str, ...]:
 
 
 def _at_the_floor(pair: tuple[Bracket | None, Bracket | None], x_cells, y_cells, name) -> bool:
-    """Whether some cell of the two rows' offline and `name` lies at its row's floor (a row
-    whose learner has no floor in the report is not read against one)."""
+    """Whether either row's drop to `name` is no inference lost: its offline or `name` cell
+    lies at its floor (a row whose learner has no floor in the report is not read against one)."""
     for bracket, cells in zip(pair, (x_cells, y_cells), strict=True):
-        if bracket is not None:
-            for protocol in ("offline", name):
-                if protocol in cells and not bracket.above(
-                    float(np.mean(cells[protocol]["return"]))
-                ):
-                    return True
+        means = [float(np.mean(cells[p]["return"])) for p in ("offline", name)]
+        if bracket is not None and not bracket.drop_is_inference(*means):
+            return True
     return False

@@ -74,8 +74,8 @@ def _drop(drops: list[float], cells: list[dict], name: str, bracket: Bracket | N
         return "-"
     if bracket is not None:
         offline = [c["offline"]["mean"] for c in cells if "mean" in c.get("offline", {})]
-        means = (np.mean(offline), np.mean([c[name]["mean"] for c in cells]))
-        if not all(bracket.above(float(m)) for m in means):
+        value = np.mean([c[name]["mean"] for c in cells])
+        if not bracket.drop_is_inference(float(np.mean(offline)), float(value)):
             return "at the floor"
     return spread(drops)
 
