@@ -2,7 +2,7 @@
 
     python tools/sweep.py STUDY.toml [--out DIR] [--backend local|ray] [--workers N]
         [--address ADDR] [--retries N] [--recipes R ...] [--envs ENV ...] [--seeds SEEDS]
-        [--dry-run] [--records results/<study> [--logs]]
+        [--variants V ...] [--dry-run] [--records results/<study> [--logs]]
 
 Each run is `tools/run.py` in its own process, in `<out>/runs/<recipe>-<env>-s<seed>/`.
 Finished runs are skipped and interrupted ones resumed, so running a study again continues it.
@@ -14,8 +14,8 @@ step: runs that DIR's compact record holds are not trained again, and once the s
 its other finished runs are added to the record (`--logs`: with their training logs) and the
 report is written to DIR/report. `--envs` runs the study on some of its environments only (a
 study parameterised by a task list, each task recorded in its own folder); `--seeds 0-4` on some
-of its seeds and `--recipes focal.gin` on some of its rows (a study longer than a sitting, run in
-parts into one record). See docs/SWEEPS.md.
+of its seeds, `--recipes focal.gin` on some of its rows and `--variants brac` on some of its
+variants (a study longer than a sitting, run in parts into one record). See docs/SWEEPS.md.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--seeds", type=parse_seeds, help="only these of the study's seeds: 0-4, 0,3,5 or 0-3,8"
     )
+    p.add_argument("--variants", nargs="+", help="only these of the study's variants")
     p.add_argument("--dry-run", action="store_true", help="list the runs and stop")
     p.add_argument("--records", type=Path, help="the study's compact record (results/<study>)")
     p.add_argument("--logs", action="store_true", help="--records keeps the training logs")
@@ -80,7 +81,7 @@ def execute(args: argparse.Namespace) -> int:
         if not 0 <= args.retries <= MAX_RETRIES:
             raise StudyError(f"--retries {args.retries}: expected 0 to {MAX_RETRIES}")
         study = type(study)(**{**study.__dict__, "retries": args.retries})
-    for field in ("recipes", "envs", "seeds"):
+    for field in ("recipes", "envs", "seeds", "variants"):
         if named := getattr(args, field):
             study = type(study)(**{**study.__dict__, field: only(study, field, named)})
     if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
@@ -155,26 +156,30 @@ def execute(args: argparse.Namespace) -> int:
     return 0
 
 
-# what --recipes / --envs / --seeds choose from: its name in a message, how the named and the
-# study's are listed
+# what --recipes / --envs / --seeds / --variants choose from: its name in a message, how the
+# named and the study's are listed
 CHOSEN = {
     "recipes": ("a recipe", " ", ", "),
     "envs": ("an environment", " ", ", "),
     "seeds": ("a seed", ",", ","),
+    "variants": ("a variant", " ", ", "),
 }
 
 
-def only(study, field: str, named: Sequence) -> tuple:
-    """The study's recipes, environments or seeds (`field`) named by --recipes / --envs /
-    --seeds, in the study's order (seed groups of `seeds_per_process` then form within them);
-    one it lacks is refused, naming what it has."""
+def only(study, field: str, named: Sequence) -> tuple | dict:
+    """The study's recipes, environments, seeds or variants (`field`) named by --recipes /
+    --envs / --seeds / --variants, in the study's order (seed groups of `seeds_per_process` then
+    form within them); one it lacks is refused, naming what it has (a study without variants has
+    none to choose)."""
     listed, (what, named_sep, listed_sep) = getattr(study, field), CHOSEN[field]
     unknown = [str(item) for item in named if item not in listed]
     if unknown:
+        has = listed_sep.join(map(str, listed)) if listed else "no variants"
         raise StudyError(
-            f"--{field} {named_sep.join(unknown)}: not {what} of {study.source}; it has "
-            f"{listed_sep.join(map(str, listed))}"
+            f"--{field} {named_sep.join(unknown)}: not {what} of {study.source}; it has {has}"
         )
+    if isinstance(listed, dict):
+        return {name: extra for name, extra in listed.items() if name in named}
     return tuple(item for item in listed if item in named)
 
 

@@ -219,6 +219,26 @@ def test_recipes_runs_a_study_on_some_of_its_rows():
     assert "--recipes corro.gin: not a recipe of" in r.stderr and "focalpp.gin" in r.stderr
 
 
+def test_variants_runs_a_study_on_some_of_its_variants():
+    """A study of three learners in parts: `--variants brac` lists that variant's processes
+    only, its bindings untouched; a variant the study lacks, or a study without variants, is
+    refused naming what it has."""
+    study = str(ROOT / "studies" / "test_contexts_ml1.toml")
+    r = cli("sweep", study, "--variants", "brac", "--envs", "ml1pub_push", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    listed = " ".join(r.stdout.split())  # rich wraps long lines
+    assert "40 runs" in listed and listed.count("tools/run.py --recipe") == 8
+    assert listed.count("--label brac") == 8 and "@iql" not in listed
+    r = cli("sweep", study, "--variants", "iql", "--envs", "ml1pub_push", "--dry-run")
+    listed = " ".join(r.stdout.split())
+    assert listed.count("--label iql ") == 8 and listed.count("@iql") == 8
+    r = cli("sweep", study, "--variants", "brac", "IQL", "--dry-run")
+    assert r.returncode == 2
+    assert "--variants IQL: not a variant of" in r.stderr and "brac, iql_shared, iql" in r.stderr
+    r = cli("sweep", str(ROOT / "studies" / "smoke.toml"), "--variants", "brac", "--dry-run")
+    assert r.returncode == 2 and "it has no variants" in r.stderr
+
+
 def test_dataset_built_in_shards_before_the_runs(tmp_path):
     store = tmp_path / "store"
     study = tmp_path / "study.toml"
