@@ -7,11 +7,17 @@ the digest of the bindings that took effect. A cell mixing two builds — anothe
 precision, another number of steps, another configuration — would average two experiments
 under one name, so it is refused, naming what differs. A field a run recorded before it
 existed says `unknown`; it is left out of the comparison, never guessed.
+
+A comparison reads two sides or more — FOCAL++ against FOCAL, rows against their floor and
+ceiling, one task against another inside an average — and the sides differ by what is compared
+(their recipes, or their tasks) and by nothing else: `check_sides` refuses sides trained at
+another precision, for another number of steps, on another dataset, with other numerics, or
+with other command-line bindings, naming the field and both values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from registry import FocalppError
 from registry.provenance import differing
@@ -77,6 +83,79 @@ def check_one_build(runs: Sequence[dict], what: str) -> None:
             f"{first['run']} v {second['run']}):\n  {shown}\nGive each configuration a row of "
             "its own: a label (`--label NAME`; in a study, `label = 'NAME'`) or another record"
         )
+
+
+def numerics_of(run: dict) -> str:
+    """`portable` (pinned: the same bits on every CPU) or `free`; `unknown` before runs said."""
+    numerics = run.get("numerics", UNKNOWN)
+    return numerics.get("mode", UNKNOWN) if isinstance(numerics, dict) else UNKNOWN
+
+
+def dataset_of(run: dict) -> str:
+    """The content digest of the data the run trained on."""
+    dataset = run.get("dataset", UNKNOWN)
+    return dataset.get("content_sha256") or UNKNOWN if isinstance(dataset, dict) else UNKNOWN
+
+
+# a binding a comparison does not read as one: the precision is compared as the precision that
+# ran (a row pinned to fp32 and one whose 'auto' chose fp32 trained alike)
+NOT_READ = ("loop.precision",)
+
+
+def bindings_of(run: dict) -> tuple[str, ...] | str:
+    """The bindings given on the command line (a study's, its variant's, --gin_param), sorted."""
+    bindings = run.get("bindings", UNKNOWN)
+    if not isinstance(bindings, list):
+        return UNKNOWN
+    kept = (" ".join(b.split()) for b in bindings if isinstance(b, str))
+    return tuple(sorted(b for b in kept if not b.startswith(NOT_READ)))
+
+
+# what the sides of a comparison must share: (the field's name, how a run says it)
+SIDES_SHARE = (
+    ("precision", precision_of),
+    ("steps", steps_of),
+    ("numerics", numerics_of),
+    ("dataset", dataset_of),
+    ("bindings", bindings_of),
+)
+# tasks averaged together: each task has its own data
+TASKS_SHARE = tuple(field for field in SIDES_SHARE if field[0] != "dataset")
+
+
+def check_sides(
+    sides: Mapping[str, Sequence[dict]], what: str, share: Sequence = SIDES_SHARE
+) -> None:
+    """Refuse the comparison `what` of `sides` (a name → its runs) where its runs differ in a
+    field of `share` that they know, naming the field, two values and a run holding each (of
+    two sides where the sides differ; a side mixing two builds is refused too)."""
+    for name, read in share:
+        seen: dict = {}  # value → {side: a run of it}
+        for side, runs in sides.items():
+            for run in runs:
+                value = read(run)
+                if value not in (None, UNKNOWN):
+                    seen.setdefault(value, {}).setdefault(side, run.get("run", "?"))
+        if len(seen) > 1:
+            (a, side_a, run_a), (b, side_b, run_b) = _two_values(seen)
+            raise FocalppError(
+                f"{what} compares runs built differently, in {name}: {_shown(a)} ({side_a}, "
+                f"{run_a}) v {_shown(b)} ({side_b}, {run_b}). A comparison reads sides of one "
+                "build: re-run one side with the other's settings"
+            )
+
+
+def _two_values(seen: dict) -> tuple:
+    """Two values of `seen` with a run holding each, of two different sides where there are."""
+    held = [(value, side, run) for value, sides in seen.items() for side, run in sides.items()]
+    pairs = [(x, y) for x in held for y in held if x[0] != y[0]]
+    return next(((x, y) for x, y in pairs if x[1] != y[1]), pairs[0])
+
+
+def _shown(value) -> str:
+    if isinstance(value, tuple):
+        return "[" + "; ".join(value) + "]" if value else "no bindings"
+    return str(value)
 
 
 def encoder_name(runs: Sequence[dict]) -> str:

@@ -9,9 +9,12 @@ claim that FOCAL++ is above. The score: Meta-World's normalised score, elsewhere
 paper-comparable return of the final meta-test.
 
 What each cell trained is read from the records, never typed: the FOCAL++ encoder (the parts
-its runs built), the steps and the precision. A cell whose runs were built differently (two
-encoders, two precisions, two step counts, two configurations under one row) is refused,
-naming what differs (`components/reports/builds.py`).
+its runs built), the steps, the precision and the seeds. A cell whose runs were built
+differently is refused, naming what differs (`components/reports/builds.py`): two encoders,
+precisions, step counts or configurations under one row; FOCAL++ against FOCAL, the rows against
+their floor and ceiling, or one task against another in an average, at two precisions, step
+counts, numerics, datasets or sets of command-line bindings. A benchmark may say why one of its
+cells is empty (`empty = {coupled = "why"}`) instead of naming a record for it.
 
 A benchmark may name the record of its floor and ceiling of task inference (`references`): then
 only the tasks where the two differ by their interval, in the benchmark's `measure` (its score,
@@ -29,7 +32,14 @@ import numpy as np
 import tomllib
 
 from components.reports import metaworld
-from components.reports.builds import check_one_build, encoder_name, precision_name, run_steps
+from components.reports.builds import (
+    TASKS_SHARE,
+    check_one_build,
+    check_sides,
+    encoder_name,
+    precision_name,
+    run_steps,
+)
 from components.reports.intervals import REPS, improvement, verdict
 from components.reports.readings import comparable, normalised, success
 from components.reports.runs import read_runs
@@ -52,7 +62,7 @@ COLUMNS = (
     "steps",
     "precision",
 )
-KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure"}
+KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure", "empty"}
 MEASURES = {"score": None, "success rate": success}  # None: the benchmark's own score
 
 
@@ -71,7 +81,7 @@ def read_spec(path: Path) -> list[dict[str, Any]]:
                 f"{path}: benchmark {number} has measure {row['measure']!r}; expected one of "
                 f"{', '.join(MEASURES)}"
             )
-        missing = {"benchmark", "envs", "paper"} - set(row)
+        missing = {"benchmark", "envs"} - set(row)
         unknown = set(row) - KEYS
         if missing or unknown:
             raise FocalppError(
@@ -104,6 +114,24 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
                 f"{where} ({row['benchmark']}) has {key} = {row[key]!r}: expected a record, a "
                 f"folder under {root}"
             )
+    empty = row.get("empty", {})
+    forms = [key for key, _ in FORMS]
+    if not isinstance(empty, dict) or not all(
+        form in forms and isinstance(why, str) and why.strip() for form, why in empty.items()
+    ):
+        raise FocalppError(
+            f"{where} ({row['benchmark']}) has empty = {empty!r}: expected a table naming a form "
+            f"({', '.join(forms)}) and, in words, why its cell is empty"
+        )
+    for form in forms:
+        if (form in row) == (form in empty) and (form == "paper" or form in row):
+            raise FocalppError(
+                f"{where} ({row['benchmark']}) "
+                + ("both names a record for" if form in row else "names no record for")
+                + f" its {form} cell and "
+                + ("says why it is empty" if form in row else "does not say why it is empty")
+                + f": expected one of {form} = 'RECORD' or empty = {{{form} = 'why'}}"
+            )
 
 
 def headline(path: Path) -> Table:
@@ -111,37 +139,41 @@ def headline(path: Path) -> Table:
     root = Path(path).parent
     rows = []
     for bench in read_spec(path):
-        cells: list[str] = [bench["benchmark"]]
-        seeds, encoders, steps, precisions = "-", {}, {}, {}
+        name, cells = bench["benchmark"], []
+        seeds, encoders, steps, precisions = {}, {}, {}, {}
         measure = MEASURES[bench.get("measure", "score")]
-        envs = bench["envs"]
+        envs, references = bench["envs"], {}
         if bench.get("references"):
-            envs = _where_context_can_matter(root / bench["references"], envs, measure)
+            references = _references(root / bench["references"], envs, measure)
+            envs = [env for env in envs if env in references]
         if not envs:
-            rows.append((cells[0], f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 6))
+            rows.append((name, f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 6))
             continue
         for key, label in FORMS:
+            if why := bench.get("empty", {}).get(key):
+                cells += ["-", f"empty: {why}"]
+                continue
             if not bench.get(key):
                 cells += ["-", "-"]
                 continue
-            (x, y), runs = _scores(root / bench[key], envs, label, measure)
+            record = root / bench[key]
+            (x, y), runs = _scores(record, envs, label, measure)
+            for env in references:
+                check_sides(
+                    {"floor and ceiling": references[env], "FOCAL++ and FOCAL": runs[env]},
+                    f"{name}: the {key} rows ({record}) against their floor and ceiling on {env}",
+                )
             p = improvement(x, y)
             cells += [p.format(), verdict(p, True)]
-            encoders[key] = encoder_name(runs[ROW])
-            steps[key] = run_steps(runs[ROW] + runs[AGAINST])
-            precisions[key] = precision_name(runs[ROW] + runs[AGAINST])
-            if key == "paper":
-                tasks, of = x.shape[1], len(bench["envs"])
-                seeds = f"{x.shape[0]} v {y.shape[0]}"
-                if of > 1:
-                    seeds += f" × {tasks} of {of} tasks" if tasks < of else f" × {tasks} tasks"
+            read = [run for env in envs for run in runs[env]]
+            encoders[key] = encoder_name([run for run in read if recipe_stem(run) == ROW])
+            steps[key], precisions[key] = run_steps(read), precision_name(read)
+            tasks, of = x.shape[1], len(bench["envs"])
+            seeds[key] = f"{x.shape[0]} v {y.shape[0]}"
+            if of > 1:
+                seeds[key] += f" × {tasks} of {of} tasks" if tasks < of else f" × {tasks} tasks"
         rows.append(
-            (
-                cells[0],
-                seeds,
-                *cells[1:],
-                *(_per_form(x) for x in (encoders, steps, precisions)),
-            )
+            (name, _per_form(seeds), *cells, *(_per_form(x) for x in (encoders, steps, precisions)))
         )
     return Table(
         "Headline: does FOCAL++ beat FOCAL? P(a run of FOCAL++ beats a run of FOCAL)", COLUMNS, rows
@@ -155,21 +187,26 @@ def _per_form(values: dict[str, str]) -> str:
     return "; ".join(v if k == "paper" else f"{k}: {v}" for k, v in values.items())
 
 
-def _where_context_can_matter(references: Path, envs: list[str], measure) -> list[str]:
-    """The `envs` on which the floor and the ceiling of task inference differ in `measure` by
-    their interval (components/reports/sections/metaworld_gap.py): elsewhere no order of two
-    context encoders says anything about their contexts."""
+def _references(references: Path, envs: list[str], measure) -> dict[str, list[dict]]:
+    """The floor and ceiling runs of each of `envs` on which the two differ in `measure` by their
+    interval (components/reports/sections/metaworld_gap.py): elsewhere no order of two context
+    encoders says anything about their contexts. The floor and the ceiling must be one build."""
     grouped, _ = read_runs([references])
-    found: dict[str, dict[str, list[float]]] = {env: {} for env in envs}
+    found: dict[str, dict[str, list[dict]]] = {env: {} for env in envs}
     for (env, _, _), group in grouped.items():
         if env in found and recipe_stem(group[0]) in metaworld.REFERENCES:
-            found[env][recipe_stem(group[0])] = [_score(run, measure) for run in group]
-    kept = []
+            found[env][recipe_stem(group[0])] = group
+    kept = {}
     for env, refs in found.items():
         if set(refs) != set(metaworld.REFERENCES):
             raise FocalppError(f"{references} holds no floor and ceiling runs on {env}")
-        if context_can_matter(refs[metaworld.FLOOR], refs[metaworld.CEILING], REPS)[1]:
-            kept.append(env)
+        floor, ceiling = refs[metaworld.FLOOR], refs[metaworld.CEILING]
+        check_sides(
+            {"floor": floor, "ceiling": ceiling}, f"{references}: the floor against the ceiling"
+        )
+        scores = [[_score(run, measure) for run in side] for side in (floor, ceiling)]
+        if context_can_matter(*scores, REPS)[1]:
+            kept[env] = floor + ceiling
     return kept
 
 
@@ -177,8 +214,9 @@ def _scores(
     record: Path, envs: list[str], label: str, measure=None
 ) -> tuple[tuple[np.ndarray, np.ndarray], dict[str, list[dict]]]:
     """[runs, tasks] scores of FOCAL++ and of FOCAL in the record's runs of `label` on `envs`
-    (as many runs per task as every task has), and the runs each row read; each row's runs on
-    one environment must be one build."""
+    (as many runs per task as every task has), and the runs read on each task. Each row's runs
+    on one task are one build, FOCAL++ and FOCAL on a task are one build but for their recipes,
+    and the tasks averaged differ in their data alone."""
     grouped, _ = read_runs([record])
     found: dict[str, dict[str, list[dict]]] = {ROW: {}, AGAINST: {}}
     for (env, _, _), group in grouped.items():
@@ -186,7 +224,6 @@ def _scores(
         if env in envs and stem in found and its_label == label:
             check_one_build(group, f"{record}: the {stem} runs{_labelled(label)} on {env}")
             found[stem][env] = group
-    arrays, read = [], {}
     for stem in (ROW, AGAINST):
         missing = [env for env in envs if env not in found[stem]]
         if missing:
@@ -194,10 +231,23 @@ def _scores(
                 f"{record} holds no {stem} runs{_labelled(label)} on "
                 f"{', '.join(missing)}: the headline file names the wrong record"
             )
-        runs = min(len(found[stem][env]) for env in envs)
-        read[stem] = [run for env in envs for run in found[stem][env][:runs]]
-        scores = [[_score(run, measure) for run in found[stem][env][:runs]] for env in envs]
-        arrays.append(np.array(scores).T)
+    count = {stem: min(len(found[stem][env]) for env in envs) for stem in (ROW, AGAINST)}
+    read = {
+        env: [run for stem in (ROW, AGAINST) for run in found[stem][env][: count[stem]]]
+        for env in envs
+    }
+    for env in envs:
+        check_sides(
+            {"FOCAL++": found[ROW][env], "FOCAL": found[AGAINST][env]},
+            f"{record}: FOCAL++ against FOCAL{_labelled(label)} on {env}",
+        )
+    check_sides(read, f"{record}: the tasks averaged{_labelled(label)}", TASKS_SHARE)
+    arrays = [
+        np.array(
+            [[_score(run, measure) for run in found[stem][env][: count[stem]]] for env in envs]
+        ).T
+        for stem in (ROW, AGAINST)
+    ]
     return (arrays[0], arrays[1]), read
 
 

@@ -172,6 +172,116 @@ def test_a_headline_cell_of_two_builds_is_refused_naming_them(tmp_path):
         assert named in refused.stderr and victim["run"] in refused.stderr
 
 
+# one kind of mixing each: how every run of one row is edited, and the field the refusal names
+MIXES = {
+    "precision": ("precision", {"precision": "bf16", "requested": "auto"}),
+    "steps": ("eval", None),  # the row's steps halved
+    "numerics": ("numerics", {"mode": "free"}),
+    "dataset": ("dataset", {"content_sha256": "0" * 64}),
+    "bindings": ("bindings", ["loop.precision = 'fp32'", "brac.lr = 1e-3"]),
+}
+
+
+def _edit(record, field, value, where) -> None:
+    """Set `field` of the record's runs for which `where(run)` holds (the others keep theirs;
+    every run gets a portable `numerics` where the record predates the field)."""
+    import json
+
+    path = record / "runs.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    for run in rows:
+        run.setdefault("numerics", {"mode": "portable"})
+        if where(run):
+            run[field] = (
+                value if field != "eval" else {**run["eval"], "steps": run["eval"]["steps"] // 2}
+            )
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize("kind", sorted(MIXES))
+def test_a_headline_refuses_focalpp_and_focal_of_two_builds(tmp_path, kind):
+    """FOCAL++ against FOCAL on one task reads two sides of one build: a FOCAL row trained at
+    another precision, for other steps, with other numerics, on other data or with another
+    binding is refused, naming the field (exit 2, no traceback), although each row is one build."""
+    import shutil
+
+    shutil.copytree(RESULTS / "paper_blocks" / "rows", tmp_path / "rows")
+    spec = tmp_path / "headline.toml"
+    spec.write_text(
+        '[[benchmark]]\nbenchmark = "SPR"\nenvs = ["sparse_point_robot"]\npaper = "rows"\n'
+    )
+    field, value = MIXES[kind]
+    _edit(tmp_path / "rows", field, None if field == "eval" else value, lambda run: False)
+    assert cli("report", "--headline", str(spec)).returncode == 0
+    _edit(tmp_path / "rows", field, value, lambda run: run["recipe"] == "focal.gin")
+    refused = cli("report", "--headline", str(spec))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "FOCAL++ against FOCAL on sparse_point_robot" in refused.stderr
+    assert f"compares runs built differently, in {kind}" in refused.stderr
+
+
+def test_a_headline_refuses_tasks_of_two_builds_in_one_average(tmp_path):
+    """An average over tasks reads tasks that differ in their data alone: a task whose rows ran
+    bf16 beside one whose rows ran fp32 is refused."""
+    import shutil
+
+    shutil.copytree(RESULTS / "paper_blocks" / "rows", tmp_path / "rows")
+    spec = tmp_path / "headline.toml"
+    spec.write_text(
+        '[[benchmark]]\nbenchmark = "robots"\nenvs = ["sparse_point_robot", "point_robot_wind"]'
+        '\npaper = "rows"\n'
+    )
+    good = cli("report", "--headline", str(spec))
+    assert good.returncode == 0 and "10 v 10 × 2 tasks" in good.stdout, good.stderr
+    field, value = MIXES["precision"]
+    _edit(tmp_path / "rows", field, value, lambda run: run["env"] == "point_robot_wind")
+    refused = cli("report", "--headline", str(spec))
+    assert refused.returncode == 2 and "the tasks averaged" in refused.stderr
+    assert "in precision: fp32" in refused.stderr and "bf16" in refused.stderr
+
+
+def test_a_headline_refuses_rows_against_a_floor_and_ceiling_of_another_build(tmp_path):
+    """The rows and the floor and ceiling that choose their tasks are one build: the published
+    reach-wall rows (bf16) stand against their references (bf16); the coupled rows (fp32) are
+    refused against the same references, and a cell may say why it stays empty instead."""
+    results = RESULTS.as_posix()
+    spec = tmp_path / "headline.toml"
+    head = (
+        f'[[benchmark]]\nbenchmark = "score"\nenvs = ["ml1pub_reach_wall"]\n'
+        f'paper = "{results}/metaworld_published"\n'
+        f'references = "{results}/metaworld_published/references"\n'
+    )
+    spec.write_text(head + f'coupled = "{results}/metaworld_published/coupled"\n')
+    refused = cli("report", "--headline", str(spec))
+    assert refused.returncode == 2 and "against their floor and ceiling" in refused.stderr
+    assert "in precision: bf16 (floor and ceiling" in refused.stderr
+    spec.write_text(head + 'empty = {coupled = "rows fp32; floor, ceiling bf16"}\n')
+    shown = cli("report", "--headline", str(spec))
+    assert shown.returncode == 0, shown.stderr
+    assert "| reproduced | - | empty: rows fp32; floor, ceiling bf16 |" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    "entry, said",
+    [
+        ('paper = "rows"\nempty = {paper = "why"}', "both names a record for its paper cell"),
+        ("", "names no record for its paper cell"),
+        ('paper = "rows"\nempty = {coupled = ""}', "expected a table naming a form"),
+        ('paper = "rows"\nempty = {shared = "why"}', "expected a table naming a form"),
+        ('paper = "rows"\nempty = "why"', "expected a table naming a form"),
+    ],
+)
+def test_a_headline_cell_is_a_record_or_says_why_it_is_empty(tmp_path, entry, said):
+    import shutil
+
+    shutil.copytree(RESULTS / "paper_blocks" / "rows", tmp_path / "rows")
+    spec = tmp_path / "headline.toml"
+    spec.write_text(f'[[benchmark]]\nbenchmark = "SPR"\nenvs = ["sparse_point_robot"]\n{entry}\n')
+    refused = cli("report", "--headline", str(spec))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert said in refused.stderr
+
+
 def test_a_headline_counts_only_the_tasks_where_the_context_can_matter(tmp_path):
     """With the floor and ceiling's record named, a task enters a Meta-World cell only where
     they differ by their interval in the cell's measure; a benchmark with none says so."""

@@ -1,0 +1,89 @@
+"""The sides of a comparison are one build: check_sides refuses sides that differ in a field
+both record, naming the field, both values and a run of each."""
+
+import pytest
+
+from components.reports.builds import SIDES_SHARE, TASKS_SHARE, check_sides
+from registry import FocalppError
+
+
+def line(run: str, **fields) -> dict:
+    """A run line as a record holds it (components/reports/records.py), one build by default."""
+    base = {
+        "run": run,
+        "precision": {"precision": "fp32", "requested": "fp32"},
+        "eval": {"steps": 6000},
+        "numerics": {"mode": "portable"},
+        "dataset": {"content_sha256": "aaaa"},
+        "bindings": ["loop.precision = 'fp32'", "meta_test.protocols = ['offline']"],
+    }
+    return {**base, **fields}
+
+
+# one kind of mixing each: the field the message names, and the edit to one side's run
+MIXES = {
+    "precision": {"precision": {"precision": "bf16", "requested": "auto"}},
+    "steps": {"eval": {"steps": 3000}},
+    "numerics": {"numerics": {"mode": "free"}},
+    "dataset": {"dataset": {"content_sha256": "bbbb"}},
+    "bindings": {"bindings": ["loop.precision = 'fp32'", "brac.lr = 1e-3"]},
+}
+
+
+def test_sides_of_one_build_pass():
+    check_sides({"FOCAL++": [line("a"), line("b")], "FOCAL": [line("c")]}, "a cell")
+
+
+@pytest.mark.parametrize("field", sorted(MIXES))
+def test_each_kind_of_mixing_is_refused_naming_it(field):
+    with pytest.raises(FocalppError) as refused:
+        check_sides({"FOCAL++": [line("a")], "FOCAL": [line("c", **MIXES[field])]}, "a cell")
+    said = str(refused.value)
+    assert said.startswith("a cell compares runs built differently, in " + field)
+    assert "(FOCAL++, a)" in said and "(FOCAL, c)" in said
+
+
+def test_a_side_mixing_within_itself_is_refused_too():
+    with pytest.raises(FocalppError, match="in steps: 6000"):
+        check_sides({"FOCAL++": [line("a"), line("b", **MIXES["steps"])], "FOCAL": []}, "x")
+
+
+def test_two_sides_are_named_where_the_sides_differ():
+    """Side A holds both values, side B the second: the message pairs runs of two sides."""
+    sides = {
+        "A": [line("a1"), line("a2", **MIXES["precision"])],
+        "B": [line("b1", **MIXES["precision"])],
+    }
+    with pytest.raises(FocalppError) as refused:
+        check_sides(sides, "x")
+    said = str(refused.value)
+    assert "fp32 (A, a1) v bf16 (B, b1)" in said
+
+
+def test_unknown_fields_are_left_out_never_guessed():
+    """A run recorded before a field existed says nothing of it: no refusal on that field."""
+    old = line("old")
+    for field in ("numerics", "dataset", "bindings"):
+        del old[field]
+    old["precision"] = "unknown"
+    check_sides({"FOCAL++": [line("a")], "FOCAL": [old]}, "a cell")
+
+
+def test_the_precision_binding_is_read_as_the_precision_that_ran():
+    """A row pinned to fp32 and one whose 'auto' chose fp32 trained alike."""
+    auto = line("auto", bindings=["meta_test.protocols = ['offline']"])
+    check_sides({"FOCAL++": [line("a")], "FOCAL": [auto]}, "a cell")
+    # the same binding spelt with other spaces is the same binding
+    spaced = line("s", bindings=["meta_test.protocols  =  ['offline']"])
+    check_sides({"FOCAL++": [line("a")], "FOCAL": [spaced]}, "a cell")
+
+
+def test_tasks_of_an_average_differ_in_their_data_alone():
+    push = [line("p", dataset={"content_sha256": "push"})]
+    wall = [line("w", dataset={"content_sha256": "wall"})]
+    check_sides({"push": push, "reach-wall": wall}, "the tasks", TASKS_SHARE)
+    with pytest.raises(FocalppError, match="in precision"):
+        check_sides(
+            {"push": push, "reach-wall": [line("w", **MIXES["precision"])]}, "t", TASKS_SHARE
+        )
+    assert {name for name, _ in SIDES_SHARE} - {name for name, _ in TASKS_SHARE} == {"dataset"}
