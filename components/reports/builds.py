@@ -6,7 +6,8 @@ A table cell reads the runs of one row on one environment. Their records say wha
 the digest of the bindings that took effect. A cell mixing two builds — another encoder, another
 precision, another number of steps, another configuration — would average two experiments
 under one name, so it is refused, naming what differs. A field a run recorded before it
-existed says `unknown`; it is left out of the comparison, never guessed.
+existed says `unknown`; it is left out of the comparison, never guessed (but for the numerics:
+before runs said, every run trained free).
 
 A comparison reads two sides or more — FOCAL++ against FOCAL, rows against their floor and
 ceiling, one task against another inside an average — and the sides differ by what is compared
@@ -18,6 +19,7 @@ with other command-line bindings, naming the field and both values.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from registry import FocalppError
 from registry.provenance import differing
@@ -86,9 +88,10 @@ def check_one_build(runs: Sequence[dict], what: str) -> None:
 
 
 def numerics_of(run: dict) -> str:
-    """`portable` (pinned: the same bits on every CPU) or `free`; `unknown` before runs said."""
-    numerics = run.get("numerics", UNKNOWN)
-    return numerics.get("mode", UNKNOWN) if isinstance(numerics, dict) else UNKNOWN
+    """`portable` (pinned: the same bits on every CPU) or `free`: a run recorded before runs
+    said trained free, the only numerics there were."""
+    numerics = run.get("numerics")
+    return numerics.get("mode", "free") if isinstance(numerics, dict) else "free"
 
 
 def dataset_of(run: dict) -> str:
@@ -97,18 +100,26 @@ def dataset_of(run: dict) -> str:
     return dataset.get("content_sha256") or UNKNOWN if isinstance(dataset, dict) else UNKNOWN
 
 
-# a binding a comparison does not read as one: the precision is compared as the precision that
-# ran (a row pinned to fp32 and one whose 'auto' chose fp32 trained alike)
+# bindings a comparison does not read as such: the precision is compared as the precision that
+# ran (a row pinned to fp32 and one whose 'auto' chose fp32 trained alike); the test-context
+# protocols scored beside the offline context at the last meta-test come after its score and
+# leave it alone to the bit (tests/components/evaluation/test_test_contexts.py), unless they are
+# scored at every meta-test
 NOT_READ = ("loop.precision",)
+FINAL_READINGS, EVERY_TIME = "meta_test.protocols", "meta_test.protocols_every_time"
 
 
 def bindings_of(run: dict) -> tuple[str, ...] | str:
-    """The bindings given on the command line (a study's, its variant's, --gin_param), sorted."""
+    """The bindings given on the command line (a study's, its variant's, --gin_param) that can
+    change what a run trained or its offline score, sorted."""
     bindings = run.get("bindings", UNKNOWN)
     if not isinstance(bindings, list):
         return UNKNOWN
-    kept = (" ".join(b.split()) for b in bindings if isinstance(b, str))
-    return tuple(sorted(b for b in kept if not b.startswith(NOT_READ)))
+    given = [" ".join(b.split()) for b in bindings if isinstance(b, str)]
+    skipped = NOT_READ
+    if not any(b.startswith(EVERY_TIME) for b in given):
+        skipped += (FINAL_READINGS + " ", FINAL_READINGS + "=")
+    return tuple(sorted(b for b in given if not b.startswith(skipped)))
 
 
 # what the sides of a comparison must share: (the field's name, how a run says it)
@@ -135,7 +146,7 @@ def check_sides(
             for run in runs:
                 value = read(run)
                 if value not in (None, UNKNOWN):
-                    seen.setdefault(value, {}).setdefault(side, run.get("run", "?"))
+                    seen.setdefault(value, {}).setdefault(side, _name(run))
         if len(seen) > 1:
             (a, side_a, run_a), (b, side_b, run_b) = _two_values(seen)
             raise FocalppError(
@@ -143,6 +154,11 @@ def check_sides(
                 f"{run_a}) v {_shown(b)} ({side_b}, {run_b}). A comparison reads sides of one "
                 "build: re-run one side with the other's settings"
             )
+
+
+def _name(run: dict) -> str:
+    """A run's name: in a record its `run`, read from its directory that directory's name."""
+    return run.get("run") or Path(run.get("dir", "?")).name
 
 
 def _two_values(seen: dict) -> tuple:

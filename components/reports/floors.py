@@ -6,16 +6,18 @@ A protocol's return means task inference only beside them: its share of the gap,
 (return − floor) / (ceiling − floor), says how much of what a told task adds its context
 recovers, and a return within or below the floor's 95% interval shows no inference at all, so a
 drop to it is not inference lost. Every test-context section reads its cells through this one
-module.
+module, and a row and its floor and ceiling must be one build but for their recipes
+(`components/reports/builds.py`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from components.reports.builds import check_sides
 from components.reports.intervals import Estimate, mean
 from components.reports.tables import RunGroups, recipe_stem
 
@@ -31,6 +33,7 @@ class Bracket:
 
     floor: Estimate
     ceiling: float
+    runs: tuple[dict, ...] = field(default=(), compare=False, repr=False)  # both rows' runs
 
     def share(self, value: float) -> float | None:
         """The share of the floor-to-ceiling gap `value` recovers (None: no gap to recover)."""
@@ -77,19 +80,26 @@ def offline(run: dict) -> float:
 
 
 def brackets(runs: RunGroups) -> dict[Setting, Bracket]:
-    """Each setting the report holds both reference rows of, with its floor and ceiling."""
-    found: dict[tuple[Setting, str], list[float]] = {}
+    """Each setting the report holds both reference rows of, with its floor and ceiling (the
+    two of one build)."""
+    found: dict[tuple[Setting, str], list[dict]] = {}
     for group in runs.groups.values():
         for run in group:
             if recipe_stem(run) in REFERENCES:
-                found.setdefault((setting(run), recipe_stem(run)), []).append(offline(run))
+                found.setdefault((setting(run), recipe_stem(run)), []).append(run)
     settings = {key for key, stem in found if stem == FLOOR} & {
         key for key, stem in found if stem == CEILING
     }
+    for key in settings:
+        check_sides(
+            {FLOOR: found[key, FLOOR], CEILING: found[key, CEILING]},
+            f"{_named(key)}: the floor against the ceiling",
+        )
     return {
         key: Bracket(
-            floor=mean(found[key, FLOOR], reps=runs.reps),
-            ceiling=float(np.mean(found[key, CEILING])),
+            floor=mean([offline(run) for run in found[key, FLOOR]], reps=runs.reps),
+            ceiling=float(np.mean([offline(run) for run in found[key, CEILING]])),
+            runs=(*found[key, FLOOR], *found[key, CEILING]),
         )
         for key in sorted(settings)
     }
@@ -97,9 +107,24 @@ def brackets(runs: RunGroups) -> dict[Setting, Bracket]:
 
 def bracket_of(found: dict[Setting, Bracket], group: list[dict]) -> Bracket | None:
     """The floor and ceiling of a row's runs (None: the report holds none for its setting, or
-    its runs are of several)."""
+    its runs are of several); the row and its references must be one build."""
     settings = {setting(run) for run in group}
-    return found.get(settings.pop()) if len(settings) == 1 else None
+    if len(settings) != 1:
+        return None
+    key = settings.pop()
+    bracket = found.get(key)
+    if bracket is not None and not is_reference(group):
+        stem = recipe_stem(group[0])
+        check_sides(
+            {stem: group, "floor and ceiling": list(bracket.runs)},
+            f"{_named(key)}: {stem} against its floor and ceiling",
+        )
+    return bracket
+
+
+def _named(key: Setting) -> str:
+    env, scale, agent, label = key
+    return f"{env} ({scale}, {agent}{f', {label}' if label else ''})"
 
 
 def is_reference(group: list[dict]) -> bool:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from components.outputs.console import err
 from components.outputs.metrics import read_metrics
 from components.outputs.run_record import RUN_JSON, read_run_record
+from components.reports.builds import numerics_of
 from components.reports.records import (
     RUNS,
     check_analysis,
@@ -146,12 +147,6 @@ def check_same_data(runs: list[dict]) -> None:
                 f"dataset {name} (content digests {seen}): their rows compare unlike data; rerun "
                 "the fewer on the others' data"
             )
-
-
-def numerics_of(run: dict) -> str:
-    """'portable' or 'free' (a run recorded before numerics were trained free)."""
-    found = run.get("numerics")
-    return found.get("mode", "free") if isinstance(found, dict) else "free"
 
 
 def check_same_numerics(runs: list[dict]) -> None:

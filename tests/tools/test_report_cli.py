@@ -344,7 +344,8 @@ def test_a_seed_run_again_with_other_bindings_is_flagged_then_labelled_apart(tin
 
 def test_rows_read_from_different_builds_of_a_dataset_are_flagged(tiny_runs, tmp_path):
     """A seed trained on a dataset rebuilt elsewhere into other numbers (its content digest
-    differs): the report warns that the rows compare unlike data, and names the run."""
+    differs): the report warns that the rows compare unlike data, names the run, and refuses
+    the order that would compare them."""
     runs = [tiny_runs / "focal-s0", tiny_runs / "focalpp_batchwise-s0"]
     same = cli("report", *map(str, runs))
     assert same.returncode == 0 and "different builds" not in same.stderr, same.stderr
@@ -355,10 +356,11 @@ def test_rows_read_from_different_builds_of_a_dataset_are_flagged(tiny_runs, tmp
     record["dataset"]["content_sha256"] = "f" * 64
     (other / "run.json").write_text(json.dumps(record))
     mixed = cli("report", *map(str, runs), str(other))
-    assert mixed.returncode == 0, mixed.stderr
+    assert mixed.returncode == 2 and "Traceback" not in mixed.stderr
     warning = " ".join(mixed.stderr.split())
     assert "read 2 different builds of dataset sparse_point_robot/" in warning
     assert "ffffffffffff… (1 run: focalpp_batchwise-s1)" in warning
+    assert "focalpp_batchwise against focal compares runs built differently, in dataset" in warning
 
 
 def test_orders_read_from_the_last_three_meta_tests(tiny_data, tmp_path):
@@ -398,7 +400,8 @@ def test_orders_read_from_the_last_three_meta_tests(tiny_data, tmp_path):
 
 def test_rows_of_portable_and_free_numerics_side_by_side_are_flagged(tiny_runs, tmp_path):
     """A run of free numerics (its CPU's own bits) beside portable ones: the report says the
-    rows compare the same computation only on that CPU, and counts each kind."""
+    rows compare the same computation only on that CPU, counts each kind, and refuses the order
+    that would compare them."""
     runs = [tiny_runs / "focal-s0", tiny_runs / "focalpp_batchwise-s0"]
     same = cli("report", *map(str, runs))
     assert same.returncode == 0 and "mix numerics" not in same.stderr, same.stderr
@@ -409,6 +412,10 @@ def test_rows_of_portable_and_free_numerics_side_by_side_are_flagged(tiny_runs, 
     del record["numerics"]  # as a run recorded before numerics were: it trained free
     (other / "run.json").write_text(json.dumps(record))
     mixed = cli("report", *map(str, runs), str(other))
-    assert mixed.returncode == 0, mixed.stderr
+    assert mixed.returncode == 2 and "Traceback" not in mixed.stderr
     warning = " ".join(mixed.stderr.split())
     assert "mix numerics (free: 1 run (focalpp_batchwise-s1); portable: 2 runs" in warning
+    assert (
+        "in numerics: portable (focal, focal-s0) v free (focalpp_batchwise, focalpp_batchwise-s1)"
+        in warning
+    )

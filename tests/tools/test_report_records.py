@@ -22,7 +22,7 @@ RESULTS = ROOT / "results"
 KINDS = {
     "paper_blocks/failing_seeds": "Table 1 on a point robot, its figures, the training logs",
     "metaworld/reach_wall": "Meta-World's scores and orders beside the published table",
-    "mujoco_long_lr": "dense-return MuJoCo rows, labelled variants",
+    "mujoco_long": "dense-return MuJoCo rows, labelled variants",
     "successors": "the context grid, the successors' table and their drop orders",
 }
 
@@ -218,6 +218,44 @@ def test_a_headline_refuses_focalpp_and_focal_of_two_builds(tmp_path, kind):
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "FOCAL++ against FOCAL on sparse_point_robot" in refused.stderr
     assert f"compares runs built differently, in {kind}" in refused.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(MIXES))
+def test_a_folder_report_refuses_an_order_of_two_builds(tmp_path, kind):
+    """A report's orders read two rows of one build but for their recipes: FOCAL++ against a
+    FOCAL of another build is refused by `tools/report.py FOLDER`, naming the field (the record
+    unedited reports: test_the_headline_in_the_readme_and_the_results_page_is_the_records and
+    the reports committed beside it)."""
+    import shutil
+
+    record = tmp_path / "rows"
+    shutil.copytree(RESULTS / "paper_blocks" / "rows", record)
+    field, value = MIXES[kind]
+    _edit(record, field, value, lambda run: run["recipe"] == "focal.gin")
+    refused = cli("report", str(record), "--reps", "100")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "against focal compares runs built differently, in " + kind in refused.stderr
+
+
+def test_a_test_context_report_refuses_a_floor_or_ceiling_of_another_build(tmp_path):
+    """A test-context cell is read against its learner's floor and ceiling of one build: a
+    ceiling trained for other steps than its floor, or a floor and ceiling on other data than the
+    row, is refused by the folder report."""
+    import shutil
+
+    record = tmp_path / "tc"
+    shutil.copytree(RESULTS / "test_contexts" / "point_robot", record)
+    _edit(record, "eval", None, lambda run: run["recipe"] == "reference_oracle.gin")
+    refused = cli("report", str(record), "--reps", "100")
+    assert refused.returncode == 2 and "the floor against the ceiling" in refused.stderr
+    assert "in steps" in refused.stderr
+    shutil.rmtree(record)
+    shutil.copytree(RESULTS / "test_contexts" / "point_robot", record)
+    field, value = MIXES["dataset"]
+    _edit(record, field, value, lambda run: run["recipe"].startswith("reference_"))
+    refused = cli("report", str(record), "--reps", "100")
+    assert refused.returncode == 2 and "focal against its floor and ceiling" in refused.stderr
+    assert "in dataset" in refused.stderr
 
 
 def test_a_headline_refuses_tasks_of_two_builds_in_one_average(tmp_path):

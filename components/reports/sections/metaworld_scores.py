@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from components.reports import metaworld
+from components.reports.builds import TASKS_SHARE, check_sides
 from components.reports.intervals import improvement, mean, verdict
 from components.reports.readings import last_meta_tests, normalised, success
 from components.reports.tables import (
@@ -94,6 +95,10 @@ class MetaWorld:
                 theirs = metaworld.published(env, recipe_stem(group[0]))
                 where = "-"
                 if floor and ceiling and recipe not in (metaworld.FLOOR, metaworld.CEILING):
+                    check_sides(
+                        {recipe: group, "floor and ceiling": floor + ceiling},
+                        f"{env} ({scale}): {recipe} against its floor and ceiling",
+                    )
                     at = metaworld.place(
                         float(np.mean(scores)),
                         [normalised(r) for r in floor],
@@ -114,11 +119,13 @@ class MetaWorld:
         """The orders in `measure` (a key of `MEASURES`)."""
         read = MEASURES[measure]
         scores: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(dict)
+        groups: dict[tuple[str, str, str], dict[str, list[dict]]] = defaultdict(dict)
         for (env, scale, _), group in runs.items():
             values = [read(r) for r in group]
             if metaworld.task_of(env) in metaworld.PUBLISHED and None not in values:
                 label = group[0].get("label") or ""  # a study's variant: compared within it
                 scores[(scale, label, recipe_stem(group[0]))][env] = values
+                groups[(scale, label, recipe_stem(group[0]))][env] = group
         rows = []
         for scale, label in sorted({(s, lab) for s, lab, _ in scores}):
             pairs = [PAPER]
@@ -132,10 +139,28 @@ class MetaWorld:
             for stem, against in pairs:
                 x = scores.get((scale, label, stem), {})
                 y = scores.get((scale, label, against), {})
+                _check_pair(groups, (scale, label), stem, against)
                 claims = measure == "normalised score"  # the published table's measure
                 rows += _order_rows(x, y, scale, (stem, against), label, runs.reps, claims)
         title = self.titles[1 + list(MEASURES).index(measure)]
         return Table(title, ORDERS, rows) if rows else None
+
+
+def _check_pair(groups: dict, where: tuple[str, str], stem: str, against: str) -> None:
+    """`stem` against `against` on each task both ran is one build but for the recipes, and the
+    tasks averaged over differ in their data alone (components/reports/builds.py)."""
+    scale, label = where
+    x, y = groups.get((scale, label, stem), {}), groups.get((scale, label, against), {})
+    shared = sorted(set(x) & set(y))
+    named = f"{scale}{f', {label}' if label else ''}"
+    for env in shared:
+        check_sides({stem: x[env], against: y[env]}, f"{env} ({named}): {stem} against {against}")
+    if len(shared) > 1:
+        check_sides(
+            {env: x[env] + y[env] for env in shared},
+            f"{stem} against {against} ({named}): the tasks averaged",
+            TASKS_SHARE,
+        )
 
 
 def _published_above(stem: str, against: str, envs: Sequence[str]) -> bool | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.reports.builds import check_sides
 from components.reports.intervals import improvement, verdict
 from components.reports.paper import (
     PAIRS,
@@ -79,9 +80,9 @@ class Orders:
         for measure, value, higher in MEASURES:
             for (env, scale, label, stem), group in sorted(rows_by_key.items()):
                 for row, other in PAIRS:
-                    against = rows_by_key.get((env, scale, label, other))
-                    if row != stem or against is None:
+                    if row != stem or (env, scale, label, other) not in rows_by_key:
                         continue
+                    against = _against(rows_by_key, (env, scale, label, stem), other)
                     x, y = [value(r) for r in group], [value(r) for r in against]
                     if min(len(x), len(y)) < 2 or None in x + y:
                         continue
@@ -100,14 +101,24 @@ class Orders:
         return table_or_none(self.title, COLUMNS, rows)
 
 
+def _against(rows_by_key: dict, key: tuple, other: str) -> list[dict]:
+    """The runs of row `other` that row `key` (env, scale, label, stem) is compared with; the
+    two must be one build but for their recipes (components/reports/builds.py)."""
+    env, scale, label, stem = key
+    against = rows_by_key[(env, scale, label, other)]
+    where = f"{env} ({scale}{f', {label}' if label else ''})"
+    check_sides({stem: rows_by_key[key], other: against}, f"{where}: {stem} against {other}")
+    return against
+
+
 def _drop_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
     """Table 3's claim tested per (train quality, test context): FOCAL++ loses less than
     FOCAL when the context comes from another quality (a smaller drop is better)."""
     rows = []
     for (env, scale, label, stem), group in sorted(rows_by_key.items()):
-        against = rows_by_key.get((env, scale, label, "focal"))
-        if stem != "focalpp" or against is None:
+        if stem != "focalpp" or (env, scale, label, "focal") not in rows_by_key:
             continue
+        against = _against(rows_by_key, (env, scale, label, stem), "focal")
         ours, theirs = quality_drops(group), quality_drops(against)
         for (train, test), x in sorted(ours.items()):
             y = theirs.get((train, test), [])
@@ -134,9 +145,9 @@ def _ood_orders(rows_by_key: dict, reps: int) -> list[tuple[str, ...]]:
     grid's other_policy against own; a smaller drop is better)."""
     rows = []
     for (env, scale, label, stem), group in sorted(rows_by_key.items()):
-        against = rows_by_key.get((env, scale, label, "focal"))
-        if stem not in SUCCESSORS or against is None:
+        if stem not in SUCCESSORS or (env, scale, label, "focal") not in rows_by_key:
             continue
+        against = _against(rows_by_key, (env, scale, label, stem), "focal")
         x, y = grid_drops(group), grid_drops(against)
         if min(len(x), len(y)) < 2:
             continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from components.reports.builds import check_sides
 from components.reports.floors import Bracket, bracket_of, brackets, learner
 from components.reports.intervals import improvement, verdict
 from components.reports.tables import RunGroups, Section, spread, table_or_none
@@ -61,6 +62,9 @@ class ProtocolOrders:
             if not y:
                 continue
             name = learner(x[0]).upper() + (f" {label}" if label else "")
+            check_sides(
+                {stem: x, PAIRS[stem]: y}, f"{env} ({scale}, {name}): {stem} against {PAIRS[stem]}"
+            )
             pair = (bracket_of(found, x), bracket_of(found, y))
             x_cells, y_cells = _cells(x), _cells(y)
             for protocol in [n for n in x_cells if n in y_cells]:

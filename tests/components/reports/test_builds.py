@@ -61,12 +61,17 @@ def test_two_sides_are_named_where_the_sides_differ():
 
 
 def test_unknown_fields_are_left_out_never_guessed():
-    """A run recorded before a field existed says nothing of it: no refusal on that field."""
-    old = line("old")
-    for field in ("numerics", "dataset", "bindings"):
+    """A run recorded before a field existed says nothing of it: no refusal on that field;
+    before runs recorded their numerics, every run trained free."""
+    old = line("old", numerics={"mode": "free"})
+    for field in ("dataset", "bindings"):
         del old[field]
     old["precision"] = "unknown"
-    check_sides({"FOCAL++": [line("a")], "FOCAL": [old]}, "a cell")
+    check_sides({"FOCAL++": [line("a", numerics={"mode": "free"})], "FOCAL": [old]}, "a cell")
+    del old["numerics"]
+    check_sides({"FOCAL++": [line("a", numerics={"mode": "free"})], "FOCAL": [old]}, "a cell")
+    with pytest.raises(FocalppError, match="in numerics: portable"):
+        check_sides({"FOCAL++": [line("a")], "FOCAL": [old]}, "a cell")
 
 
 def test_the_precision_binding_is_read_as_the_precision_that_ran():
@@ -87,3 +92,15 @@ def test_tasks_of_an_average_differ_in_their_data_alone():
             {"push": push, "reach-wall": [line("w", **MIXES["precision"])]}, "t", TASKS_SHARE
         )
     assert {name for name, _ in SIDES_SHARE} - {name for name, _ in TASKS_SHARE} == {"dataset"}
+
+
+def test_protocols_scored_after_the_last_offline_score_are_not_read():
+    """The test-context protocols scored at the last meta-test leave the offline score alone:
+    sides that differ in them alone are one build; scored at every meta-test, they are read."""
+    more = "meta_test.protocols = ['offline', 'zero_shot']"
+    check_sides({"a": [line("a")], "b": [line("b", bindings=[more])]}, "x")
+    every = "meta_test.protocols_every_time = True"
+    with pytest.raises(FocalppError, match="in bindings"):
+        check_sides(
+            {"a": [line("a", bindings=[every])], "b": [line("b", bindings=[more, every])]}, "x"
+        )
