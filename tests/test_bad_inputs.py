@@ -1440,6 +1440,18 @@ CASES: dict[str, tuple[Prepare, str]] = {
         headline_file('benchmark = "Nowhere"\nenvs = ["a"]\npaper = "nowhere"\n'),
         "has paper = 'nowhere': expected a record, a folder under",
     ),
+    "headline entry naming a record for a cell it calls empty": (
+        headline_file('benchmark = "B"\nenvs = ["a"]\npaper = "record"\nempty = {paper = "x"}\n'),
+        "both names a record for its paper cell and says why it is empty",
+    ),
+    "headline entry saying why a cell of no form is empty": (
+        headline_file('benchmark = "B"\nenvs = ["a"]\npaper = "record"\nempty = {pape = "x"}\n'),
+        "expected a table naming a form (paper, coupled) and, in words, why its cell is empty",
+    ),
+    "headline entry with a paper cell neither read nor explained": (
+        headline_file('benchmark = "B"\nenvs = ["a"]\ncoupled = "record"\n'),
+        "names no record for its paper cell and does not say why it is empty",
+    ),
     "headline entry without a name": (
         headline_file('benchmark = ""\nenvs = ["a"]\npaper = "record"\n'),
         "has benchmark = '': expected its name",
