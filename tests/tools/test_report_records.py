@@ -109,6 +109,37 @@ def test_every_figure_and_record_the_docs_point_at_exists():
     assert missing == []
 
 
+def test_the_records_index_counts_each_record_s_runs():
+    """results/README.md's runs column and its total are the records' line counts: a folder of
+    tasks (`<task>`) counts its task records, together or `each`."""
+    text = (RESULTS / "README.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \| [^|]+ \| ([\d,]+)( each)? \|", text, re.M)
+    named = {folder for folder, _, _ in rows}
+    assert len(rows) >= 20
+
+    def count(folder: Path) -> int:
+        return len((folder / "runs.jsonl").read_text().splitlines())
+
+    for folder, said, each in rows:
+        base, _, tasks = folder.partition("/<task>")
+        if not tasks and "<task>" not in folder:
+            assert count(RESULTS / folder) == int(said.replace(",", "")), folder
+            continue
+        counts = [
+            count(p.parent)
+            for p in sorted((RESULTS / base).glob("*/runs.jsonl"))
+            if f"{base}/{p.parent.name}" not in named
+        ]
+        assert counts, folder
+        if each:
+            assert set(counts) == {int(said)}, (folder, counts)
+        else:
+            assert sum(counts) == int(said.replace(",", "")), (folder, counts)
+    total = int(re.search(r"^([\d,]+) runs in all", text, re.M).group(1).replace(",", ""))
+    every = [*RESULTS.glob("*/runs.jsonl"), *RESULTS.glob("*/*/runs.jsonl")]
+    assert total == sum(count(p.parent) for p in every)
+
+
 def test_every_committed_figure_is_embedded_in_a_page():
     embedded = {
         (page.parent / target).resolve()
