@@ -174,6 +174,36 @@ def _shown(value) -> str:
     return str(value)
 
 
+# what a verdict's runs should each record, by the name a reader sees (a run recorded before
+# runs said trained free numerics, so the numerics are never missing)
+PROVENANCE = (
+    ("config_digest", "digest"),
+    ("commit", "commit"),
+    ("cpu", "CPU"),
+    ("torch", "torch"),
+    ("precision", "precision"),
+)
+
+
+def provenance_gaps(runs: Sequence[dict]) -> str:
+    """What some of `runs` did not record (`-`: nothing), e.g. `digest, torch`; a run from an
+    uncommitted tree (or one that did not say) names no commit its code can be read at."""
+    gaps = []
+    for field, name in PROVENANCE:
+        if field == "precision":
+            missing = any(precision_of(run) == UNKNOWN for run in runs)
+        elif field == "commit":
+            missing = any(
+                run.get("commit") in (None, "", UNKNOWN) or run.get("clean") is not True
+                for run in runs
+            )
+        else:
+            missing = any(run.get(field) in (None, "", UNKNOWN) for run in runs)
+        if missing:
+            gaps.append(name)
+    return ", ".join(gaps) or "-"
+
+
 def encoder_name(runs: Sequence[dict]) -> str:
     """The runs' encoder in words ('paper's', 'first edition'), from the
     context encoder they built; `unknown` where no run recorded it."""

@@ -9,7 +9,9 @@ claim that FOCAL++ is above. The score: Meta-World's normalised score, elsewhere
 paper-comparable return of the final meta-test.
 
 What each cell trained is read from the records, never typed: the FOCAL++ encoder (the parts
-its runs built), the steps, the precision and the seeds. A cell whose runs were built
+its runs built), the steps, the precision, the seeds, and what some of its runs did not record
+(`unrecorded`: the configuration digest, the commit of a clean tree, the CPU, the torch version
+or the precision; `-` where every run recorded all). A cell whose runs were built
 differently is refused, naming what differs (`components/reports/builds.py`): two encoders,
 precisions, step counts or configurations under one row; FOCAL++ against FOCAL, the rows against
 their floor and ceiling, or one task against another in an average, at two precisions, step
@@ -38,6 +40,7 @@ from components.reports.builds import (
     check_sides,
     encoder_name,
     precision_name,
+    provenance_gaps,
     run_steps,
 )
 from components.reports.intervals import REPS, improvement, verdict
@@ -61,6 +64,7 @@ COLUMNS = (
     "FOCAL++ encoder",
     "steps",
     "precision",
+    "unrecorded",
 )
 KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure", "empty"}
 MEASURES = {"score": None, "success rate": success}  # None: the benchmark's own score
@@ -140,14 +144,14 @@ def headline(path: Path) -> Table:
     rows = []
     for bench in read_spec(path):
         name, cells = bench["benchmark"], []
-        seeds, encoders, steps, precisions = {}, {}, {}, {}
+        seeds, encoders, steps, precisions, gaps = {}, {}, {}, {}, {}
         measure = MEASURES[bench.get("measure", "score")]
         envs, references = bench["envs"], {}
         if bench.get("references"):
             references = _references(root / bench["references"], envs, measure)
             envs = [env for env in envs if env in references]
         if not envs:
-            rows.append((name, f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 6))
+            rows.append((name, f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 7))
             continue
         for key, label in FORMS:
             if why := bench.get("empty", {}).get(key):
@@ -168,12 +172,19 @@ def headline(path: Path) -> Table:
             read = [run for env in envs for run in runs[env]]
             encoders[key] = encoder_name([run for run in read if recipe_stem(run) == ROW])
             steps[key], precisions[key] = run_steps(read), precision_name(read)
+            gaps[key] = provenance_gaps(read + [r for env in references for r in references[env]])
             tasks, of = x.shape[1], len(bench["envs"])
             seeds[key] = f"{x.shape[0]} v {y.shape[0]}"
             if of > 1:
                 seeds[key] += f" × {tasks} of {of} tasks" if tasks < of else f" × {tasks} tasks"
         rows.append(
-            (name, _per_form(seeds), *cells, *(_per_form(x) for x in (encoders, steps, precisions)))
+            (
+                name,
+                _per_form(seeds),
+                *cells,
+                *(_per_form(x) for x in (encoders, steps, precisions)),
+                _gaps(gaps),
+            )
         )
     return Table(
         "Headline: does FOCAL++ beat FOCAL? P(a run of FOCAL++ beats a run of FOCAL)", COLUMNS, rows
@@ -185,6 +196,14 @@ def _per_form(values: dict[str, str]) -> str:
     if len(set(values.values())) <= 1:
         return next(iter(values.values()), "-")
     return "; ".join(v if k == "paper" else f"{k}: {v}" for k, v in values.items())
+
+
+def _gaps(gaps: dict[str, str]) -> str:
+    """The forms' provenance gaps, each form named where the forms differ: `digest (paper's)`."""
+    if len(set(gaps.values())) <= 1:
+        return next(iter(gaps.values()), "-")
+    named = {"paper": "paper's", "coupled": "coupled"}
+    return "; ".join(f"{v} ({named[k]})" for k, v in gaps.items() if v != "-")
 
 
 def _references(references: Path, envs: list[str], measure) -> dict[str, list[dict]]:

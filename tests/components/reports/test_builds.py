@@ -3,7 +3,7 @@ both record, naming the field, both values and a run of each."""
 
 import pytest
 
-from components.reports.builds import SIDES_SHARE, TASKS_SHARE, check_sides
+from components.reports.builds import SIDES_SHARE, TASKS_SHARE, check_sides, provenance_gaps
 from registry import FocalppError
 
 
@@ -104,3 +104,16 @@ def test_protocols_scored_after_the_last_offline_score_are_not_read():
         check_sides(
             {"a": [line("a", bindings=[every])], "b": [line("b", bindings=[more, every])]}, "x"
         )
+
+
+def test_provenance_gaps_name_what_some_run_did_not_record():
+    full = line(
+        "a", config_digest="d" * 64, commit="c" * 40, clean=True, cpu="Intel Xeon", torch="2.13"
+    )
+    assert provenance_gaps([full, dict(full)]) == "-"
+    dirty = {**full, "clean": False}
+    assert provenance_gaps([full, dirty]) == "commit"
+    old = {k: v for k, v in full.items() if k not in ("config_digest", "torch")}
+    assert provenance_gaps([full, old]) == "digest, torch"
+    unknown = {**full, "cpu": "unknown", "precision": "unknown"}
+    assert provenance_gaps([unknown]) == "CPU, precision"
