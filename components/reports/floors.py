@@ -71,37 +71,45 @@ def setting(run: dict) -> Setting:
     return (run["env"], run["scale"], learner(run), run.get("label") or "")
 
 
-def offline(run: dict) -> float:
-    """The run's headline return with its own offline context (a reference row has no other)."""
+def offline(run: dict, key: str = "mean") -> float | None:
+    """The run's final reading with its own offline context (a reference row has no other), in
+    `key`: `mean`, its headline return, or `success_rate` on Meta-World (None where not scored)."""
     cells = run["eval"].get("test_contexts") or {}
-    if "mean" in cells.get("offline", {}):
-        return cells["offline"]["mean"]
-    return run["eval"]["test_return_mean"]
+    if key in cells.get("offline", {}):
+        return cells["offline"][key]
+    return run["eval"].get("test_return_mean" if key == "mean" else key)
 
 
-def brackets(runs: RunGroups) -> dict[Setting, Bracket]:
+def brackets(runs: RunGroups, key: str = "mean") -> dict[Setting, Bracket]:
     """Each setting the report holds both reference rows of, with its floor and ceiling (the
-    two of one build)."""
+    two of one build) in `key` (`mean`: the headline return; `success_rate`), where every
+    reference run was scored in it."""
     found: dict[tuple[Setting, str], list[dict]] = {}
     for group in runs.groups.values():
         for run in group:
             if recipe_stem(run) in REFERENCES:
                 found.setdefault((setting(run), recipe_stem(run)), []).append(run)
-    settings = {key for key, stem in found if stem == FLOOR} & {
-        key for key, stem in found if stem == CEILING
+    settings = {
+        setting_
+        for setting_ in {s for s, _ in found}
+        if all(
+            (setting_, stem) in found
+            and None not in [offline(run, key) for run in found[setting_, stem]]
+            for stem in REFERENCES
+        )
     }
-    for key in settings:
+    for setting_ in settings:
         check_sides(
-            {FLOOR: found[key, FLOOR], CEILING: found[key, CEILING]},
-            f"{_named(key)}: the floor against the ceiling",
+            {FLOOR: found[setting_, FLOOR], CEILING: found[setting_, CEILING]},
+            f"{_named(setting_)}: the floor against the ceiling",
         )
     return {
-        key: Bracket(
-            floor=mean([offline(run) for run in found[key, FLOOR]], reps=runs.reps),
-            ceiling=float(np.mean([offline(run) for run in found[key, CEILING]])),
-            runs=(*found[key, FLOOR], *found[key, CEILING]),
+        setting_: Bracket(
+            floor=mean([offline(run, key) for run in found[setting_, FLOOR]], reps=runs.reps),
+            ceiling=float(np.mean([offline(run, key) for run in found[setting_, CEILING]])),
+            runs=(*found[setting_, FLOOR], *found[setting_, CEILING]),
         )
-        for key in sorted(settings)
+        for setting_ in sorted(settings)
     }
 
 

@@ -14,6 +14,7 @@ COLUMNS = (
     "recipe",
     "protocol",
     "recovered share",
+    "share in success",
     "seeds",
     "test return",
     "drop from offline",
@@ -26,21 +27,24 @@ COLUMNS = (
 class ProtocolReturns:
     """Per row and test-context protocol: first the share of its learner's floor-to-ceiling gap
     the protocol recovers (components/reports/floors.py; "-" where the report holds no floor and
-    ceiling of the row's learner), then the headline return of the final meta-test (mean ± std
-    over seeds; the appendix sparse return on sparse families), and each seed's drop from its
-    `offline` score (offline minus the protocol's: how much the agent loses when the context is
-    not its test task's offline data) — where the report holds the floor, only where both means
-    lie above its interval ("at the floor" otherwise: no inference to lose); on Meta-World the
-    success rate and the normalised score beside them. A protocol that could not score a run
-    (its `not applicable` reason) is left out of that run's cells."""
+    ceiling of the row's learner), in return and, on Meta-World, in success rate; then the
+    headline return of the final meta-test (mean ± std over seeds; the appendix sparse return on
+    sparse families), and each seed's drop from its `offline` score (offline minus the
+    protocol's: how much the agent loses when the context is not its test task's offline data)
+    — where the report holds the floor, only where both means lie above its interval ("at the
+    floor" otherwise: no inference to lose); on Meta-World the success rate and the normalised
+    score beside them. A protocol that could not score a run (its `not applicable` reason) is
+    left out of that run's cells."""
 
     order = 95
     title = "Test-context protocols: the return of one trained agent under each"
 
     def __call__(self, runs: RunGroups) -> Section | None:
         found, rows = brackets(runs), []
+        found_success = brackets(runs, "success_rate")  # Meta-World's
         for (env, scale, recipe), group in runs.items():
             bracket = bracket_of(found, group)
+            in_success = bracket_of(found_success, group)
             cells = [r["eval"]["test_contexts"] for r in group if "test_contexts" in r["eval"]]
             protocols = list(dict.fromkeys(name for c in cells for name in c))
             for name in protocols:
@@ -56,6 +60,7 @@ class ProtocolReturns:
                         recipe,
                         name,
                         bracket.share_text(float(np.mean(values))) if bracket else "-",
+                        _success_share(scored, name, in_success),
                         str(len(values)),
                         spread(values),
                         _drop(drops, scored, name, bracket),
@@ -66,6 +71,14 @@ class ProtocolReturns:
                     )
                 )
         return table_or_none(self.title, COLUMNS, rows)
+
+
+def _success_share(cells: list[dict], name: str, bracket: Bracket | None) -> str:
+    """The share of the floor-to-ceiling gap in success rate (Meta-World; "-" elsewhere)."""
+    rates = [c[name]["success_rate"] for c in cells if "success_rate" in c[name]]
+    if bracket is None or len(rates) != len(cells):
+        return "-"
+    return bracket.share_text(float(np.mean(rates)))
 
 
 def _drop(drops: list[float], cells: list[dict], name: str, bracket: Bracket | None) -> str:
