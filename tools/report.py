@@ -2,6 +2,7 @@
 
     python tools/report.py PATH [PATH ...] [--markdown] [--out DIR] [--plugin FILE_OR_MODULE]
     python tools/report.py --headline results/headline.toml
+    python tools/report.py --verdicts results/verdicts.toml
 
 PATH: a compact record (results/<study>) or a folder of them, a study directory of
 tools/sweep.py (the runs its index.json lists; failed ones are named), run directories or their
@@ -14,7 +15,8 @@ column means: docs/REPORTS.md. `--out DIR` also writes report.md and the figures
 `--plugin` loads sections (and analyses) of one's own. Unfinished runs are listed apart; runs of
 one dataset trained on builds of other content are named in a warning. `--headline` prints the
 one table that answers "does FOCAL++ beat FOCAL, and where?" from the records a headline file
-names (components/reports/headline.py).
+names (components/reports/headline.py); `--verdicts` the table of every order claim of the paper
+with its verdict, from the records a verdicts file names (components/reports/verdicts.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from components.outputs.console import run_tool
 from components.reports.headline import headline
 from components.reports.intervals import REPS
 from components.reports.report import report
+from components.reports.verdicts import verdicts
 
 MAX_REPS = 1_000_000  # a bootstrap keeps reps × seeds numbers per interval
 
@@ -55,10 +58,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         help="print the headline of a headline file (results/headline.toml) instead",
     )
+    p.add_argument(
+        "--verdicts",
+        type=Path,
+        help="print the verdict table of a verdicts file (results/verdicts.toml) instead",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     args = p.parse_args(argv)
-    if bool(args.paths) == bool(args.headline):
-        p.error("give the paths to report, or --headline FILE (one of them)")
+    if sum(map(bool, (args.paths, args.headline, args.verdicts))) != 1:
+        p.error("give the paths to report, --headline FILE or --verdicts FILE (one of them)")
     if not 100 <= args.reps <= MAX_REPS:
         p.error(
             f"--reps {args.reps}: expected 100 to {MAX_REPS:,} bootstrap replications "
@@ -70,6 +78,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def execute(args: argparse.Namespace) -> int:
     if args.headline:
         print(headline(args.headline).markdown())
+        return 0
+    if args.verdicts:
+        print(verdicts(args.verdicts).markdown())
         return 0
     report(
         args.paths, out_dir=args.out, reps=args.reps, markdown=args.markdown, plugins=args.plugin

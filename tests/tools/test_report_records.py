@@ -396,19 +396,34 @@ def test_every_verdict_word_follows_the_one_rule():
     assert checked >= 10
 
 
+VERDICTS = re.compile(r"<!-- verdicts: (.*?) -->\n(.*?)<!-- /verdicts -->\n", re.S)
+
+
+def test_the_verdict_table_on_the_results_page_is_the_records():
+    """docs/RESULTS.md's verdict table is what its command writes from the committed records
+    today, byte for byte."""
+    result = cli("report", "--verdicts", str(RESULTS / "verdicts.toml"))
+    assert result.returncode == 0, result.stderr
+    table = result.stdout.split("\n", 2)[2].strip() + "\n"
+    (command, shown), *more = VERDICTS.findall((ROOT / "docs" / "RESULTS.md").read_text())
+    assert command == "python tools/report.py --verdicts results/verdicts.toml"
+    assert shown == table, "docs/RESULTS.md's verdict table is not what the records give"
+    assert not more
+
+
 def test_every_verdict_shows_a_figure_of_the_study_it_cites():
     """docs/RESULTS.md: each row of the verdict table links the sections of the study pages
     that hold its evidence; the page embeds a figure of a record one of those sections names
     (a claim without records, the theorems' property tests, has none)."""
     page = ROOT / "docs" / "RESULTS.md"
     text = page.read_text()
-    table = text.split("## Verdicts, claim by claim", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+    (_, table), *_ = VERDICTS.findall(text)
     targets = dict(re.findall(r"^\[([^\]]+)\]:\s*(\S+)", text, re.M))
     images = [(page.parent / p).resolve() for p in IMAGE.findall(text)]
-    rows = [row for row in ("|" + table).splitlines()[2:] if row.startswith("|")]
+    rows = [row for row in table.splitlines()[2:] if row.startswith("|")]
     assert len(rows) >= 10
     for row in rows:
-        cell = row.strip("|").rsplit(" | ", 1)[1]
+        cell = row.strip().strip("|").rsplit("|", 1)[1].strip()
         links = [targets[key] for key in re.findall(r"\]\[([^\]]+)\]", cell)]
         links += re.findall(r"\]\(([^)]+)\)", cell)
         cited = [(page.parent / link).resolve() for link in links if "results/" in link]
