@@ -447,6 +447,22 @@ def headline_file(entry: str) -> Prepare:
     return prepare
 
 
+def verdicts_file(reading: str) -> Prepare:
+    """`tools/report.py --verdicts` of a verdicts file of one claim with one reading, beside an
+    empty folder `record`."""
+
+    def prepare(world: World, case: Path):
+        (case / "record").mkdir()
+        path = case / "verdicts.toml"
+        path.write_text('[[claim]]\nclaim = "C"\npaper = "1 v 0"\n[[claim.reading]]\n' + reading)
+        return "report", ["--verdicts", str(path)], [], [path]
+
+    return prepare
+
+
+READING = 'name = "r"\nrecord = "record"\nenvs = ["a"]\nrow = "focalpp"\nagainst = "focal"\n'
+
+
 def record_of(spoil: Callable[[list[dict]], None]) -> Prepare:
     """A report of a compact record (tools/records.py) of the finished run whose runs.jsonl was
     spoiled; the record is left as it was."""
@@ -1451,6 +1467,28 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "headline entry with a paper cell neither read nor explained": (
         headline_file('benchmark = "B"\nenvs = ["a"]\ncoupled = "record"\n'),
         "names no record for its paper cell and does not say why it is empty",
+    ),
+    "verdict reading of an unknown measure": (
+        verdicts_file(READING + 'measure = "retrun"\nclaim = "above"\n'),
+        "has measure 'retrun': expected one of return, return, last three",
+    ),
+    "verdict reading claiming neither side": (
+        verdicts_file(READING + 'measure = "return"\nclaim = "better"\n'),
+        "has claim 'better': expected above or below",
+    ),
+    "verdict reading without the row it compares": (
+        verdicts_file('name = "r"\nrecord = "record"\nenvs = ["a"]\nmeasure = "return"\n'),
+        "lacks against, claim, row",
+    ),
+    "verdict reading of a record that is not there": (
+        verdicts_file(
+            READING.replace('"record"', '"nowhere"') + 'measure = "return"\nclaim = "above"\n'
+        ),
+        "has record = 'nowhere': expected a folder under",
+    ),
+    "verdict reading empty without a reason": (
+        verdicts_file('name = "r"\nempty = " "\n'),
+        "has empty = ' ': expected why, in words",
     ),
     "headline entry without a name": (
         headline_file('benchmark = ""\nenvs = ["a"]\npaper = "record"\n'),
