@@ -1490,6 +1490,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         verdicts_file('name = "r"\nempty = " "\n'),
         "has empty = ' ': expected why, in words",
     ),
+    "headline entry with a blank label": (
+        headline_file('benchmark = "B"\nenvs = ["a"]\npaper = "record"\nlabel = " "\n'),
+        "has label = ' ': expected the label of its paper's rows",
+    ),
     "headline entry without a name": (
         headline_file('benchmark = ""\nenvs = ["a"]\npaper = "record"\n'),
         "has benchmark = '': expected its name",

@@ -16,7 +16,9 @@ differently is refused, naming what differs (`components/reports/builds.py`): tw
 precisions, step counts or configurations under one row; FOCAL++ against FOCAL, the rows against
 their floor and ceiling, or one task against another in an average, at two precisions, step
 counts, numerics, datasets or sets of command-line bindings. A benchmark may say why one of its
-cells is empty (`empty = {coupled = "why"}`) instead of naming a record for it.
+cells is empty (`empty = {coupled = "why"}`) instead of naming a record for it, and name the label
+of its paper's rows and their floor and ceiling (`label = "brac"`) where a record holds several
+learners.
 
 A benchmark may name the record of its floor and ceiling of task inference (`references`): then
 only the tasks where the two differ by their interval, in the benchmark's `measure` (its score,
@@ -66,7 +68,7 @@ COLUMNS = (
     "precision",
     "unrecorded",
 )
-KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure", "empty"}
+KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure", "empty", "label"}
 MEASURES = {"score": None, "success rate": success}  # None: the benchmark's own score
 
 
@@ -118,6 +120,12 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
                 f"{where} ({row['benchmark']}) has {key} = {row[key]!r}: expected a record, a "
                 f"folder under {root}"
             )
+    label = row.get("label", "")
+    if not isinstance(label, str) or (label and not label.strip()):
+        raise FocalppError(
+            f"{where} ({row['benchmark']}) has label = {label!r}: expected the label of its "
+            "paper's rows (a study's variant), or no label"
+        )
     empty = row.get("empty", {})
     forms = [key for key, _ in FORMS]
     if not isinstance(empty, dict) or not all(
@@ -146,14 +154,14 @@ def headline(path: Path) -> Table:
         name, cells = bench["benchmark"], []
         seeds, encoders, steps, precisions, gaps = {}, {}, {}, {}, {}
         measure = MEASURES[bench.get("measure", "score")]
-        envs, references = bench["envs"], {}
+        envs, references, label = bench["envs"], {}, bench.get("label", "")
         if bench.get("references"):
-            references = _references(root / bench["references"], envs, measure)
+            references = _references(root / bench["references"], envs, measure, label)
             envs = [env for env in envs if env in references]
         if not envs:
             rows.append((name, f"0 of {len(bench['envs'])} tasks", CANNOT, *["-"] * 7))
             continue
-        for key, label in FORMS:
+        for key, form_label in FORMS:
             if why := bench.get("empty", {}).get(key):
                 cells += ["-", f"empty: {why}"]
                 continue
@@ -161,7 +169,7 @@ def headline(path: Path) -> Table:
                 cells += ["-", "-"]
                 continue
             record = root / bench[key]
-            (x, y), runs = _scores(record, envs, label, measure)
+            (x, y), runs = _scores(record, envs, form_label or label, measure)
             for env in references:
                 check_sides(
                     {"floor and ceiling": references[env], "FOCAL++ and FOCAL": runs[env]},
@@ -206,19 +214,24 @@ def _gaps(gaps: dict[str, str]) -> str:
     return "; ".join(f"{v} ({named[k]})" for k, v in gaps.items() if v != "-")
 
 
-def _references(references: Path, envs: list[str], measure) -> dict[str, list[dict]]:
+def _references(
+    references: Path, envs: list[str], measure, label: str = ""
+) -> dict[str, list[dict]]:
     """The floor and ceiling runs of each of `envs` on which the two differ in `measure` by their
     interval (components/reports/sections/metaworld_gap.py): elsewhere no order of two context
     encoders says anything about their contexts. The floor and the ceiling must be one build."""
     grouped, _ = read_runs([references])
     found: dict[str, dict[str, list[dict]]] = {env: {} for env in envs}
     for (env, _, _), group in grouped.items():
-        if env in found and recipe_stem(group[0]) in metaworld.REFERENCES:
+        its_label = group[0].get("label") or ""
+        if env in found and recipe_stem(group[0]) in metaworld.REFERENCES and its_label == label:
             found[env][recipe_stem(group[0])] = group
     kept = {}
     for env, refs in found.items():
         if set(refs) != set(metaworld.REFERENCES):
-            raise FocalppError(f"{references} holds no floor and ceiling runs on {env}")
+            raise FocalppError(
+                f"{references} holds no floor and ceiling runs{_labelled(label)} on {env}"
+            )
         floor, ceiling = refs[metaworld.FLOOR], refs[metaworld.CEILING]
         check_sides(
             {"floor": floor, "ceiling": ceiling}, f"{references}: the floor against the ceiling"
