@@ -47,6 +47,27 @@ def test_metaworld_table_places_a_row_between_floor_and_ceiling():
     assert rows["focal"][11] == "-"  # no metrics log: no meta-tests to average
 
 
+def test_metaworld_table_places_a_labelled_row_between_its_own_label_s_references():
+    """A study's variants (labels) each have their floor and ceiling: a labelled row is placed
+    between the references of its label, never another label's or the unlabelled ones."""
+    runs = [
+        {**record(recipe, "ml1_push", seed, value), "label": label}
+        for recipe, label, values in (
+            ("focal", "brac", [0.4, 0.6]),
+            ("reference_no_context", "brac", [0.2, 0.2]),
+            ("reference_oracle", "brac", [1.2, 1.2]),
+            ("focal", "iql", [0.5, 0.5]),
+            ("reference_no_context", "", [0.0, 0.0]),
+            ("reference_oracle", "", [2.0, 2.0]),
+        )
+        for seed, value in enumerate(values)
+    ]
+    table = MetaWorld().scores(RunGroups(groups(runs), reps=200))
+    rows = {row[3]: row for row in table.rows}
+    assert rows["focal (brac)"][8] == "0.30"  # (0.5 - 0.2) / 1.0, its own label's
+    assert rows["focal (iql)"][8] == "-"  # no floor and ceiling labelled iql
+
+
 def test_metaworld_table_averages_each_runs_last_three_meta_tests():
     runs = []
     for seed, history in enumerate([[0.1, 0.2, 0.3, 0.4], [0.9, 0.5]]):

@@ -86,15 +86,20 @@ class MetaWorld:
                 by_env[(env, scale)][recipe] = group
         rows = []
         for (env, scale), recipes in sorted(by_env.items()):
-            floor, ceiling = recipes.get(metaworld.FLOOR), recipes.get(metaworld.CEILING)
             kind = "hidden goal" if metaworld.hidden_goal(env) else "visible"
             for recipe, group in recipes.items():
+                # a row is placed between the floor and the ceiling of its own label (variant)
+                label = group[0].get("label") or ""
+                floor, ceiling = (
+                    recipes.get(f"{ref} ({label})" if label else ref)
+                    for ref in (metaworld.FLOOR, metaworld.CEILING)
+                )
                 scores = [normalised(r) for r in group]
                 last = [last_meta_tests(r, key="normalised_score") for r in group]
                 rates = [success(r) for r in group]
                 theirs = metaworld.published(env, recipe_stem(group[0]))
                 where = "-"
-                if floor and ceiling and recipe not in (metaworld.FLOOR, metaworld.CEILING):
+                if floor and ceiling and recipe_stem(group[0]) not in metaworld.REFERENCES:
                     check_sides(
                         {recipe: group, "floor and ceiling": floor + ceiling},
                         f"{env} ({scale}): {recipe} against its floor and ceiling",
