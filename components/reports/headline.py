@@ -37,8 +37,6 @@ import tomllib
 
 from components.reports import metaworld
 from components.reports.builds import (
-    TASKS_SHARE,
-    check_one_build,
     check_sides,
     encoder_name,
     precision_name,
@@ -46,6 +44,7 @@ from components.reports.builds import (
     run_steps,
 )
 from components.reports.intervals import REPS, improvement, verdict
+from components.reports.pairs import paired_runs
 from components.reports.readings import comparable, normalised, success
 from components.reports.runs import read_runs
 from components.reports.sections.metaworld_gap import context_can_matter
@@ -249,31 +248,14 @@ def _scores(
     (as many runs per task as every task has), and the runs read on each task. Each row's runs
     on one task are one build, FOCAL++ and FOCAL on a task are one build but for their recipes,
     and the tasks averaged differ in their data alone."""
-    grouped, _ = read_runs([record])
-    found: dict[str, dict[str, list[dict]]] = {ROW: {}, AGAINST: {}}
-    for (env, _, _), group in grouped.items():
-        stem, its_label = recipe_stem(group[0]), group[0].get("label") or ""
-        if env in envs and stem in found and its_label == label:
-            check_one_build(group, f"{record}: the {stem} runs{_labelled(label)} on {env}")
-            found[stem][env] = group
-    for stem in (ROW, AGAINST):
-        missing = [env for env in envs if env not in found[stem]]
-        if missing:
-            raise FocalppError(
-                f"{record} holds no {stem} runs{_labelled(label)} on "
-                f"{', '.join(missing)}: the headline file names the wrong record"
-            )
+    found = paired_runs(
+        record, envs, (ROW, AGAINST), label, ("FOCAL++", "FOCAL"), "the headline file"
+    )
     count = {stem: min(len(found[stem][env]) for env in envs) for stem in (ROW, AGAINST)}
     read = {
         env: [run for stem in (ROW, AGAINST) for run in found[stem][env][: count[stem]]]
         for env in envs
     }
-    for env in envs:
-        check_sides(
-            {"FOCAL++": found[ROW][env], "FOCAL": found[AGAINST][env]},
-            f"{record}: FOCAL++ against FOCAL{_labelled(label)} on {env}",
-        )
-    check_sides(read, f"{record}: the tasks averaged{_labelled(label)}", TASKS_SHARE)
     arrays = [
         np.array(
             [[_score(run, measure) for run in found[stem][env][: count[stem]]] for env in envs]

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import tomllib
 
-from components.reports.builds import TASKS_SHARE, check_one_build, check_sides
 from components.reports.intervals import improvement, verdict
+from components.reports.pairs import paired_runs
 from components.reports.readings import (
     comparable,
     grid_drops,
@@ -36,8 +36,7 @@ from components.reports.readings import (
     variance,
     variance_ratio,
 )
-from components.reports.runs import read_runs
-from components.reports.tables import Table, recipe_stem
+from components.reports.tables import Table
 from registry import FocalppError
 
 COLUMNS = (
@@ -153,7 +152,9 @@ def _reading(root: Path, reading: dict) -> tuple[str, ...]:
         return (name, "-", "-", "-", f"not read: {reading['empty']}")
     read, higher = MEASURES[reading["measure"]]
     record, envs, label = root / reading["record"], reading["envs"], reading.get("label", "")
-    groups = _groups(record, envs, (reading["row"], reading["against"]), label)
+    groups = paired_runs(
+        record, envs, (reading["row"], reading["against"]), label, spec="the verdicts file"
+    )
     x, y = (
         [read(groups[stem][env]) for env in envs] for stem in (reading["row"], reading["against"])
     )
@@ -183,38 +184,3 @@ def _means(a: float, b: float) -> str:
     """Both rows' means in one format: exponent notation where either lies under 0.01."""
     small = any(0 < abs(v) < 0.01 for v in (a, b))
     return " v ".join(f"{v:.2e}" if small else f"{v:.2f}" for v in (a, b))
-
-
-def _groups(
-    record: Path, envs: list[str], stems: tuple[str, str], label: str
-) -> dict[str, dict[str, list[dict]]]:
-    """The runs of each of `stems` (labelled `label`) on each of `envs` in `record`: each row on
-    a task one build, the two rows on a task one build but for their recipes, and the tasks
-    averaged differing in their data alone."""
-    grouped, _ = read_runs([record])
-    found: dict[str, dict[str, list[dict]]] = {stem: {} for stem in stems}
-    for (env, _, _), group in grouped.items():
-        stem = recipe_stem(group[0])
-        if env in envs and stem in found and (group[0].get("label") or "") == label:
-            check_one_build(group, f"{record}: the {stem} runs on {env}")
-            found[stem][env] = group
-    for stem in stems:
-        missing = [env for env in envs if env not in found[stem]]
-        if missing:
-            raise FocalppError(
-                f"{record} holds no {stem} runs{f' labelled {label!r}' if label else ''} on "
-                f"{', '.join(missing)}: the verdicts file names the wrong record"
-            )
-    row, against = stems
-    for env in envs:
-        check_sides(
-            {row: found[row][env], against: found[against][env]},
-            f"{record}: {row} against {against} on {env}",
-        )
-    if len(envs) > 1:
-        check_sides(
-            {env: found[row][env] + found[against][env] for env in envs},
-            f"{record}: {row} against {against}, the tasks averaged",
-            TASKS_SHARE,
-        )
-    return found

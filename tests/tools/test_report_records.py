@@ -316,35 +316,19 @@ def test_a_verdict_refuses_a_reading_of_two_builds(tmp_path, kind):
     )
 
 
-def test_a_verdict_claimed_below_reads_p_for_the_claimed_side():
+def test_a_verdict_claimed_below_reads_p_for_the_claimed_side(tmp_path):
     """`claim = "below"`: P is that the other row does better, so the one rule reads it."""
-    spec = ROOT / "results" / "verdicts.toml"
-    text = spec.read_text()
-    assert 'claim = "below"' in text
-    result = cli("report", "--verdicts", str(spec))
-    row = next(line for line in result.stdout.splitlines() if "radius 1.2 (sparsity 0.28)" in line)
-    # the batch-wise row varies more at sparsity 0.28, as the paper has it there
-    assert "| 3.33e-02 v 7.45e-03 | 1.00 [1.00, 1.00] | reproduced |" in row
-
-
-def test_a_headline_reads_the_paper_rows_of_one_label(tmp_path):
-    """A record of several learners (a study's variants) names the paper's rows by their label;
-    without it the headline finds no unlabelled rows and says so."""
-    import shutil
-
-    shutil.copytree(RESULTS / "paper_blocks" / "rows", tmp_path / "rows")
-    _edit(tmp_path / "rows", "label", "brac", lambda run: True)
-    spec = tmp_path / "headline.toml"
-    head = '[[benchmark]]\nbenchmark = "SPR"\nenvs = ["sparse_point_robot"]\npaper = "rows"\n'
-    spec.write_text(head + 'label = "brac"\n')
-    read = cli("report", "--headline", str(spec))
-    assert read.returncode == 0, read.stderr
-    assert "| SPR | 10 v 10 | 0.69 [0.43, 0.90] | same within noise |" in read.stdout
-    spec.write_text(head)
-    refused = cli("report", "--headline", str(spec))
-    assert (
-        refused.returncode == 2 and "holds no focalpp runs on sparse_point_robot" in refused.stderr
+    spec = tmp_path / "verdicts.toml"
+    spec.write_text(
+        '[[claim]]\nclaim = "4d"\npaper = "crossover"\n[[claim.reading]]\nname = "r1.2"\n'
+        f'record = "{(RESULTS / "paper_blocks" / "variance_sparsity").as_posix()}"\n'
+        'envs = ["sparse_point_robot_relabeled"]\nrow = "focalpp_batchwise"\n'
+        'against = "focal"\nlabel = "r1.2"\nmeasure = "embedding variance"\nclaim = "below"\n'
     )
+    result = cli("report", "--verdicts", str(spec))
+    assert result.returncode == 0, result.stderr
+    # the batch-wise row varies more at sparsity 0.28, as the paper has it there
+    assert "| 3.33e-02 v 7.45e-03 | 1.00 [1.00, 1.00] | reproduced |" in result.stdout
 
 
 def test_a_headline_refuses_tasks_of_two_builds_in_one_average(tmp_path):
