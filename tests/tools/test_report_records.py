@@ -331,6 +331,26 @@ def test_a_verdict_claimed_below_reads_p_for_the_claimed_side(tmp_path):
     assert "| 3.33e-02 v 7.45e-03 | 1.00 [1.00, 1.00] | reproduced |" in result.stdout
 
 
+def test_a_headline_reads_the_paper_rows_of_one_label(tmp_path):
+    """A record of several learners (a study's variants) names the paper's rows by their label;
+    without it the headline finds no unlabelled rows and says so."""
+    import shutil
+
+    shutil.copytree(RESULTS / "paper_blocks" / "rows", tmp_path / "rows")
+    _edit(tmp_path / "rows", "label", "brac", lambda run: True)
+    spec = tmp_path / "headline.toml"
+    head = '[[benchmark]]\nbenchmark = "SPR"\nenvs = ["sparse_point_robot"]\npaper = "rows"\n'
+    spec.write_text(head + 'label = "brac"\n')
+    read = cli("report", "--headline", str(spec))
+    assert read.returncode == 0, read.stderr
+    assert "| SPR | 10 v 10 | 0.69 [0.43, 0.90] | same within noise |" in read.stdout
+    spec.write_text(head)
+    refused = cli("report", "--headline", str(spec))
+    assert (
+        refused.returncode == 2 and "holds no focalpp runs on sparse_point_robot" in refused.stderr
+    )
+
+
 def test_a_headline_refuses_tasks_of_two_builds_in_one_average(tmp_path):
     """An average over tasks reads tasks that differ in their data alone: a task whose rows ran
     bf16 beside one whose rows ran fp32 is refused."""
