@@ -461,6 +461,7 @@ def verdicts_file(reading: str) -> Prepare:
 
 
 READING = 'name = "r"\nrecord = "record"\nenvs = ["a"]\nrow = "focalpp"\nagainst = "focal"\n'
+LEVEL = 'name = "r"\nrecord = "record"\nenvs = ["a"]\nrow = "focalpp"\n'
 
 
 def record_of(spoil: Callable[[list[dict]], None]) -> Prepare:
@@ -1489,6 +1490,30 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "verdict reading empty without a reason": (
         verdicts_file('name = "r"\nempty = " "\n'),
         "has empty = ' ': expected why, in words",
+    ),
+    "verdict reading of a level that is not a number": (
+        verdicts_file(LEVEL + 'level = "half"\nmeasure = "attention AUC"\nclaim = "above"\n'),
+        "has level = 'half': expected a finite number",
+    ),
+    "verdict reading of an infinite level": (
+        verdicts_file(LEVEL + 'level = inf\nmeasure = "attention AUC"\nclaim = "above"\n'),
+        "has level = inf: expected a finite number",
+    ),
+    "verdict reading of a level and a row against": (
+        verdicts_file(READING + 'level = 0.5\nmeasure = "attention AUC"\nclaim = "above"\n'),
+        "has unknown keys against",
+    ),
+    "verdict reading marked refused in words": (
+        verdicts_file(READING + 'measure = "return"\nclaim = "above"\nrefused = "yes"\n'),
+        "has refused = 'yes': expected true",
+    ),
+    "verdict reading of property tests that are not there": (
+        verdicts_file('name = "r"\ntests = "nowhere"\n'),
+        "has tests = 'nowhere': expected a folder",
+    ),
+    "headline entry refusing a form it does not read": (
+        headline_file('benchmark = "B"\nenvs = ["a"]\npaper = "record"\nrefused = ["coupled"]\n'),
+        "has refused = ['coupled']: expected a list of the forms",
     ),
     "headline entry with a blank label": (
         headline_file('benchmark = "B"\nenvs = ["a"]\npaper = "record"\nlabel = " "\n'),

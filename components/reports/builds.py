@@ -134,6 +134,27 @@ SIDES_SHARE = (
 TASKS_SHARE = tuple(field for field in SIDES_SHARE if field[0] != "dataset")
 
 
+class MixedBuilds(FocalppError):
+    """A comparison of runs built differently: the field, two of its values and a side and run
+    holding each. `brief` says it in a table cell."""
+
+    def __init__(self, what: str, field: str, a: tuple, b: tuple):
+        (value_a, side_a, run_a), (value_b, side_b, run_b) = a, b
+        super().__init__(
+            f"{what} compares runs built differently, in {field}: {_shown(value_a)} ({side_a}, "
+            f"{run_a}) v {_shown(value_b)} ({side_b}, {run_b}). A comparison reads sides of one "
+            "build: re-run one side with the other's settings"
+        )
+        self.field, self.values, self.sides = field, (value_a, value_b), (side_a, side_b)
+
+    def brief(self, sides: bool = True) -> str:
+        """`precision, rows fp32 v floor bf16` (with the sides), else `precision fp32 v bf16`."""
+        a, b = (_shown(v) for v in self.values)
+        if sides:
+            return f"{self.field}, {self.sides[0]} {a} v {self.sides[1]} {b}"
+        return f"{self.field} {a} v {b}"
+
+
 def check_sides(
     sides: Mapping[str, Sequence[dict]], what: str, share: Sequence = SIDES_SHARE
 ) -> None:
@@ -148,12 +169,7 @@ def check_sides(
                 if value not in (None, UNKNOWN):
                     seen.setdefault(value, {}).setdefault(side, _name(run))
         if len(seen) > 1:
-            (a, side_a, run_a), (b, side_b, run_b) = _two_values(seen)
-            raise FocalppError(
-                f"{what} compares runs built differently, in {name}: {_shown(a)} ({side_a}, "
-                f"{run_a}) v {_shown(b)} ({side_b}, {run_b}). A comparison reads sides of one "
-                "build: re-run one side with the other's settings"
-            )
+            raise MixedBuilds(what, name, *_two_values(seen))
 
 
 def _name(run: dict) -> str:
@@ -169,6 +185,8 @@ def _two_values(seen: dict) -> tuple:
 
 
 def _shown(value) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     if isinstance(value, tuple):
         return "[" + "; ".join(value) + "]" if value else "no bindings"
     return str(value)

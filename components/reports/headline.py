@@ -16,7 +16,10 @@ differently is refused, naming what differs (`components/reports/builds.py`): tw
 precisions, step counts or configurations under one row; FOCAL++ against FOCAL, the rows against
 their floor and ceiling, or one task against another in an average, at two precisions, step
 counts, numerics, datasets or sets of command-line bindings. A benchmark may say why one of its
-cells is empty (`empty = {coupled = "why"}`) instead of naming a record for it, and name the label
+cells is empty (`empty = {coupled = "why"}`) instead of naming a record for it, or name a record
+and say that the cell is refused (`refused = ["coupled"]`): the cell then shows what the guard
+found (`refused: precision fp32 v bf16`), and a cell so marked whose sides are one build is an
+error (its runs were redone: unmark it). It may also name the label
 of its paper's rows and their floor and ceiling (`label = "brac"`) where a record holds several
 learners.
 
@@ -37,6 +40,7 @@ import tomllib
 
 from components.reports import metaworld
 from components.reports.builds import (
+    MixedBuilds,
     check_sides,
     encoder_name,
     precision_name,
@@ -67,7 +71,17 @@ COLUMNS = (
     "precision",
     "unrecorded",
 )
-KEYS = {"benchmark", "envs", "paper", "coupled", "references", "measure", "empty", "label"}
+KEYS = {
+    "benchmark",
+    "envs",
+    "paper",
+    "coupled",
+    "references",
+    "measure",
+    "empty",
+    "refused",
+    "label",
+}
 MEASURES = {"score": None, "success rate": success}  # None: the benchmark's own score
 
 
@@ -134,6 +148,12 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
             f"{where} ({row['benchmark']}) has empty = {empty!r}: expected a table naming a form "
             f"({', '.join(forms)}) and, in words, why its cell is empty"
         )
+    refused = row.get("refused", [])
+    if not isinstance(refused, list) or not all(form in row for form in refused):
+        raise FocalppError(
+            f"{where} ({row['benchmark']}) has refused = {refused!r}: expected a list of the "
+            f"forms ({', '.join(forms)}) whose record it names and the guard refuses"
+        )
     for form in forms:
         if (form in row) == (form in empty) and (form == "paper" or form in row):
             raise FocalppError(
@@ -148,7 +168,7 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
 def headline(path: Path) -> Table:
     """The headline table of the benchmarks in `path`, records read from its folder."""
     root = Path(path).parent
-    rows = []
+    rows, read = [], []  # read: (benchmark, form, verdict) of every cell with a verdict
     for bench in read_spec(path):
         name, cells = bench["benchmark"], []
         seeds, encoders, steps, precisions, gaps = {}, {}, {}, {}, {}
@@ -168,18 +188,31 @@ def headline(path: Path) -> Table:
                 cells += ["-", "-"]
                 continue
             record = root / bench[key]
-            (x, y), runs = _scores(record, envs, form_label or label, measure)
-            for env in references:
-                check_sides(
-                    {"floor and ceiling": references[env], "FOCAL++ and FOCAL": runs[env]},
-                    f"{name}: the {key} rows ({record}) against their floor and ceiling on {env}",
+            try:
+                (x, y), runs = _scores(record, envs, form_label or label, measure)
+                for env in references:
+                    check_sides(
+                        {"floor, ceiling": references[env], "rows": runs[env]},
+                        f"{name}: the {key} rows ({record}) against their floor and ceiling on "
+                        f"{env}",
+                    )
+            except MixedBuilds as mixed:
+                if key not in bench.get("refused", []):
+                    raise
+                cells += ["-", f"refused: {mixed.brief(sides=False)}"]
+                continue
+            if key in bench.get("refused", []):
+                raise FocalppError(
+                    f"{name}: its {key} cell is marked refused, but its sides are one build now: "
+                    f"take {key!r} out of its `refused`"
                 )
             p = improvement(x, y)
             cells += [p.format(), verdict(p, True)]
-            read = [run for env in envs for run in runs[env]]
-            encoders[key] = encoder_name([run for run in read if recipe_stem(run) == ROW])
-            steps[key], precisions[key] = run_steps(read), precision_name(read)
-            gaps[key] = provenance_gaps(read + [r for env in references for r in references[env]])
+            read.append((name, key, verdict(p, True)))
+            used = [run for env in envs for run in runs[env]]
+            encoders[key] = encoder_name([run for run in used if recipe_stem(run) == ROW])
+            steps[key], precisions[key] = run_steps(used), precision_name(used)
+            gaps[key] = provenance_gaps(used + [r for env in references for r in references[env]])
             tasks, of = x.shape[1], len(bench["envs"])
             seeds[key] = f"{x.shape[0]} v {y.shape[0]}"
             if of > 1:
@@ -193,9 +226,26 @@ def headline(path: Path) -> Table:
                 _gaps(gaps),
             )
         )
+    empty = sum(cell.startswith(("empty: ", "refused: ")) for row in rows for cell in row)
     return Table(
-        "Headline: does FOCAL++ beat FOCAL? P(a run of FOCAL++ beats a run of FOCAL)", COLUMNS, rows
+        "Headline: does FOCAL++ beat FOCAL? P(a run of FOCAL++ beats a run of FOCAL)",
+        COLUMNS,
+        rows,
+        _summary(read, empty),
     )
+
+
+def _summary(read: list[tuple[str, str, str]], empty: int) -> str:
+    """The verdicts counted, the cells that reproduce or reverse the paper's order named."""
+
+    def named(word: str, name_them: bool = True) -> str:
+        cells = [name + ("" if key == "paper" else f", {key}") for name, key, v in read if v == word]
+        return f"{len(cells)} {word}" + (f" ({'; '.join(cells)})" if cells and name_them else "")
+
+    words = [named("reproduced"), named("reversed"), named("same within noise", False)]
+    gone = f"; {empty} cell{'s' if empty != 1 else ''} empty or refused, each saying why"
+    gone = gone if empty else ""
+    return f"Verdicts: {', '.join(words)}{gone}."
 
 
 def _per_form(values: dict[str, str]) -> str:

@@ -1,5 +1,6 @@
 """The runs of two rows on each of a list of tasks, read from one record as one comparison: the
-headline's FOCAL++ against FOCAL and each reading of the verdict table.
+headline's FOCAL++ against FOCAL and each reading of the verdict table; or of one row, read
+against a fixed level (a verdict reading such as an AUC against chance).
 
 Each row's runs on a task are one build; the two rows on a task are one build but for their
 recipes; the tasks averaged together differ in their data alone (components/reports/builds.py).
@@ -15,6 +16,21 @@ from components.reports.tables import recipe_stem
 from registry import FocalppError
 
 
+def row_runs(
+    record: Path, envs: list[str], stem: str, label: str = "", spec: str = "the file"
+) -> dict[str, list[dict]]:
+    """env → the runs of row `stem` (labelled `label`) on `env` in `record`: each task's runs
+    one build, the tasks differing in their data alone; refused where the row lacks a task."""
+    found = _found(record, envs, (stem,), label, spec)[stem]
+    if len(envs) > 1:
+        check_sides(
+            {env: found[env] for env in envs},
+            f"{record}: {stem}{_labelled(label)}, the tasks averaged",
+            TASKS_SHARE,
+        )
+    return found
+
+
 def paired_runs(
     record: Path,
     envs: list[str],
@@ -27,7 +43,32 @@ def paired_runs(
     where a row lacks a task (`spec` names the file that named the record) or the comparison
     mixes builds; `names` are the rows as the messages call them (by default their stems)."""
     names = names or stems
-    labelled = f" labelled {label!r}" if label else ""
+    labelled = _labelled(label)
+    found = _found(record, envs, stems, label, spec)
+    (row, against), (row_name, against_name) = stems, names
+    for env in envs:
+        check_sides(
+            {row_name: found[row][env], against_name: found[against][env]},
+            f"{record}: {row_name} against {against_name}{labelled} on {env}",
+        )
+    if len(envs) > 1:
+        check_sides(
+            {env: found[row][env] + found[against][env] for env in envs},
+            f"{record}: {row_name} against {against_name}{labelled}, the tasks averaged",
+            TASKS_SHARE,
+        )
+    return found
+
+
+def _labelled(label: str) -> str:
+    return f" labelled {label!r}" if label else ""
+
+
+def _found(
+    record: Path, envs: list[str], stems: tuple[str, ...], label: str, spec: str
+) -> dict[str, dict[str, list[dict]]]:
+    """stem → env → that row's runs on that task, each task's runs checked to be one build."""
+    labelled = _labelled(label)
     grouped, _ = read_runs([record])
     found: dict[str, dict[str, list[dict]]] = {stem: {} for stem in stems}
     for (env, _, _), group in grouped.items():
@@ -42,16 +83,4 @@ def paired_runs(
                 f"{record} holds no {stem} runs{labelled} on {', '.join(missing)}: {spec} names "
                 "the wrong record"
             )
-    (row, against), (row_name, against_name) = stems, names
-    for env in envs:
-        check_sides(
-            {row_name: found[row][env], against_name: found[against][env]},
-            f"{record}: {row_name} against {against_name}{labelled} on {env}",
-        )
-    if len(envs) > 1:
-        check_sides(
-            {env: found[row][env] + found[against][env] for env in envs},
-            f"{record}: {row_name} against {against_name}{labelled}, the tasks averaged",
-            TASKS_SHARE,
-        )
     return found

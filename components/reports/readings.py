@@ -91,6 +91,13 @@ def normalised(run: dict) -> float | None:
     return last.get("normalised_score", run["eval"].get("normalised_score"))
 
 
+def attention_auc(run: dict) -> float | None:
+    """Figure 4c's measure: how well a run's batch-wise gate ranks rewarded transitions above
+    unrewarded ones (the `attention_auc` analysis); None where the encoder has no gate."""
+    found = run["analysis"].get("attention_auc", {})
+    return found.get("attention_auc") if found.get("attention_gated") else None
+
+
 def success(run: dict) -> float | None:
     """A Meta-World run's success rate (None elsewhere), read as its normalised score is: over
     its last meta-tests where it was scored so, else its final meta-test's."""

@@ -23,11 +23,14 @@ class Table:
     title: str  # ≤ 120 characters: what a column means is the section's page in docs/REPORTS.md
     columns: tuple[str, ...]
     rows: list[tuple[str, ...]]
+    summary: str = ""  # a line under the table, made from its rows (the headline's count)
 
     def markdown(self) -> str:
         lines = [f"### {self.title}", "", "| " + " | ".join(self.columns) + " |"]
         lines.append("|" + "---|" * len(self.columns))
         lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        if self.summary:
+            lines += ["", self.summary]
         return "\n".join(lines) + "\n"
 
 

@@ -11,22 +11,36 @@ a run of the other) with its 95% interval, and the verdict by the one rule
 (components/reports/builds.py): a reading that mixes is refused, and a reading may say why it
 stays empty instead (`empty = "why"`).
 
+A reading marked `refused = true` names its rows as any other, and the table shows what the
+guard finds (`refused: steps, focal 12,000 v mbml 16,000`); once its runs are redone as one
+build, the mark is an error to take out.
+
+Two claims are not an order of two rows. A reading with `level = x` instead of `against` reads
+one row against a fixed level (Figure 4c: the gate's AUC against chance, 0.5): P is then P(a
+run of the row lies on the claimed side of the level). A reading with `tests = "folder"` names
+the property tests that check a claim (the theorems): it counts them, and its verdict says that
+they are run by every run of the suite, which nothing lands without.
+
 Nothing in the table is typed but the claim's words, the paper's numbers and the study links:
 every number and verdict word comes from the records.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tomllib
 
+from components.reports.builds import MixedBuilds
 from components.reports.intervals import improvement, verdict
-from components.reports.pairs import paired_runs
+from components.reports.pairs import paired_runs, row_runs
 from components.reports.readings import (
+    attention_auc,
     comparable,
     grid_drops,
     last_three,
@@ -72,13 +86,31 @@ MEASURES: dict[str, tuple[Callable[[list[dict]], list], bool]] = {
     "success rate": (_per_run(success), True),
     "embedding variance": (_per_run(variance), False),
     "within/between variance": (_per_run(variance_ratio), False),
+    "attention AUC": (_per_run(attention_auc), True),
     "drop, another task's context": (grid_drops, False),
     "drop, medium → expert context": (_quality_drop("medium", "expert"), False),
     "drop, expert → medium context": (_quality_drop("expert", "medium"), False),
 }
 CLAIMS = {"above": True, "below": False}
 CLAIM_KEYS = {"claim", "paper", "study", "reading"}
-READING_KEYS = {"name", "record", "envs", "row", "against", "label", "measure", "claim", "empty"}
+READING_KEYS = {
+    "name",
+    "record",
+    "envs",
+    "row",
+    "against",
+    "level",
+    "label",
+    "measure",
+    "claim",
+    "empty",
+    "refused",
+    "tests",
+}
+OPTIONAL = {"label", "refused"}
+ORDER_KEYS = READING_KEYS - OPTIONAL - {"empty", "level", "tests"}  # a reading of two rows
+LEVEL_KEYS = READING_KEYS - OPTIONAL - {"empty", "against", "tests"}  # one row against a level
+TESTED = "checked by every run of the suite"
 
 
 def read_spec(path: Path) -> list[dict[str, Any]]:
@@ -118,7 +150,26 @@ def _check_reading(reading: dict, where: str, root: Path) -> None:
         if not isinstance(reading["empty"], str) or not reading["empty"].strip():
             raise FocalppError(f"{where} has empty = {reading['empty']!r}: expected why, in words")
         return
-    _keys(reading, READING_KEYS, READING_KEYS - {"label", "empty"}, where)
+    if "tests" in reading:
+        _keys(reading, {"name", "tests"}, {"name", "tests"}, where)
+        if not isinstance(reading["tests"], str) or not _properties(root / reading["tests"]):
+            raise FocalppError(
+                f"{where} has tests = {reading['tests']!r}: expected a folder (from the "
+                f"verdicts file's) holding test_*.py files with tests"
+            )
+        return
+    if "level" in reading:
+        _keys(reading, LEVEL_KEYS | OPTIONAL, LEVEL_KEYS, where)
+        level = reading["level"]
+        if isinstance(level, bool) or not isinstance(level, int | float) or not isfinite(level):
+            raise FocalppError(f"{where} has level = {level!r}: expected a finite number")
+    else:
+        _keys(reading, ORDER_KEYS | OPTIONAL, ORDER_KEYS, where)
+    if reading.get("refused", True) is not True:
+        raise FocalppError(
+            f"{where} has refused = {reading['refused']!r}: expected true (the guard refuses "
+            "this reading, and the table shows why), or no `refused`"
+        )
     if reading["measure"] not in MEASURES:
         raise FocalppError(
             f"{where} has measure {reading['measure']!r}: expected one of {', '.join(MEASURES)}"
@@ -147,17 +198,42 @@ def verdicts(path: Path) -> Table:
 
 
 def _reading(root: Path, reading: dict) -> tuple[str, ...]:
+    """A reading's cells, or what the guard found where the reading is marked refused."""
+    try:
+        cells = _read(root, reading)
+    except MixedBuilds as mixed:
+        if not reading.get("refused"):
+            raise
+        return (reading["name"], "-", "-", "-", f"refused: {mixed.brief()}")
+    if reading.get("refused"):
+        raise FocalppError(
+            f"the verdicts file's reading {reading['name']!r} is marked refused, but its sides "
+            "are one build now: take out its `refused = true`"
+        )
+    return cells
+
+
+def _read(root: Path, reading: dict) -> tuple[str, ...]:
     name = reading["name"]
     if reading.get("empty"):
         return (name, "-", "-", "-", f"not read: {reading['empty']}")
+    if "tests" in reading:
+        count = len(_properties(root / reading["tests"]))
+        return (name, "-", f"{count} properties", "-", TESTED)
     read, higher = MEASURES[reading["measure"]]
     record, envs, label = root / reading["record"], reading["envs"], reading.get("label", "")
-    groups = paired_runs(
-        record, envs, (reading["row"], reading["against"]), label, spec="the verdicts file"
-    )
-    x, y = (
-        [read(groups[stem][env]) for env in envs] for stem in (reading["row"], reading["against"])
-    )
+    if "level" in reading:
+        runs = row_runs(record, envs, reading["row"], label, spec="the verdicts file")
+        x = [read(runs[env]) for env in envs]
+        y = [[float(reading["level"])] * len(v) for v in x]  # the level as a row of equal runs
+    else:
+        groups = paired_runs(
+            record, envs, (reading["row"], reading["against"]), label, spec="the verdicts file"
+        )
+        x, y = (
+            [read(groups[stem][env]) for env in envs]
+            for stem in (reading["row"], reading["against"])
+        )
     counts = [min(len(v) for v in side) for side in (x, y)]  # each row's seeds on every task
     if min(counts) < 2 or any(None in v for v in (*x, *y)):
         raise FocalppError(
@@ -170,7 +246,8 @@ def _reading(root: Path, reading: dict) -> tuple[str, ...]:
     sign = 1.0 if higher else -1.0
     better, worse = (a, b) if CLAIMS[reading["claim"]] else (b, a)
     p = improvement(sign * better, sign * worse)
-    seeds = f"{counts[0]} v {counts[1]}" + (f" × {len(envs)} tasks" if len(envs) > 1 else "")
+    seeds = str(counts[0]) if "level" in reading else f"{counts[0]} v {counts[1]}"
+    seeds += f" × {len(envs)} tasks" if len(envs) > 1 else ""
     return (
         f"{name}, {reading['measure']}",
         seeds,
@@ -178,6 +255,15 @@ def _reading(root: Path, reading: dict) -> tuple[str, ...]:
         p.format(),
         verdict(p, True),
     )
+
+
+def _properties(folder: Path) -> list[str]:
+    """The test functions (`def test_...`) of the test_*.py files under `folder`."""
+    found = []
+    for path in sorted(folder.rglob("test_*.py")) if folder.is_dir() else []:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        found += [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    return [name for name in found if name.startswith("test_")]
 
 
 def _means(a: float, b: float) -> str:

@@ -168,8 +168,15 @@ def test_the_headline_in_the_readme_and_the_results_page_is_the_records():
         assert command == "python tools/report.py --headline results/headline.toml"
         assert shown == table, f"{page.name}'s headline is not what the records give"
         assert not more
-    cells = [cell for line in table.splitlines()[2:] for cell in line.strip("|").split(" | ")]
-    assert max(len(cell.strip()) for cell in cells) <= 40
+    rows = [line for line in table.splitlines()[2:] if line.startswith("|")]
+    cells = [cell.strip() for line in rows for cell in line.strip("|").split(" | ")]
+    assert max(len(cell) for cell in cells) <= 40
+    # the line under the table counts the table's own verdict cells
+    summary = table.strip().splitlines()[-1]
+    for word in ("reproduced", "reversed", "same within noise"):
+        assert f"{cells.count(word)} {word}" in summary, (word, summary)
+    gone = sum(cell.startswith(("empty: ", "refused: ")) for cell in cells)
+    assert f"{gone} cells empty or refused" in summary
 
 
 def test_a_headline_cell_of_two_builds_is_refused_naming_them(tmp_path):
@@ -331,6 +338,78 @@ def test_a_verdict_claimed_below_reads_p_for_the_claimed_side(tmp_path):
     assert "| 3.33e-02 v 7.45e-03 | 1.00 [1.00, 1.00] | reproduced |" in result.stdout
 
 
+def test_a_verdict_reads_one_row_against_a_level(tmp_path):
+    """`level` in place of `against`: P is the share of the row's runs on the claimed side of
+    the level, counted here from the record's analyses, and the one rule reads it."""
+    import json
+
+    record = RESULTS / "paper_blocks" / "relabeled"
+    aucs = [
+        line["attention_auc"]["attention_auc"]
+        for line in map(json.loads, (record / "analyses.jsonl").read_text().splitlines())
+        if line["run"].startswith("focalpp_batchwise-")
+    ]
+    spec = tmp_path / "verdicts.toml"
+    spec.write_text(
+        '[[claim]]\nclaim = "4c"\npaper = "AUC 0.969"\n[[claim.reading]]\nname = "relabeled"\n'
+        f'record = "{record.as_posix()}"\nenvs = ["sparse_point_robot_relabeled"]\n'
+        'row = "focalpp_batchwise"\nlevel = 0.5\nmeasure = "attention AUC"\nclaim = "above"\n'
+    )
+    result = cli("report", "--verdicts", str(spec))
+    assert result.returncode == 0, result.stderr
+    share = sum(a > 0.5 for a in aucs) / len(aucs)
+    assert 0 < share < 1  # some seeds invert the gate: the interval has room on both sides
+    mean = sum(aucs) / len(aucs)
+    assert f"| relabeled, attention AUC | {len(aucs)} | {mean:.2f} v 0.50 | {share:.2f} [" in (
+        result.stdout
+    )
+    # claimed below the level, the same runs read the other way
+    spec.write_text(spec.read_text().replace('claim = "above"', 'claim = "below"'))
+    below = cli("report", "--verdicts", str(spec))
+    assert f"| {1 - share:.2f} [" in below.stdout
+
+
+def test_a_verdict_marked_refused_shows_what_the_guard_found(tmp_path):
+    """`refused = true`: the reading names its rows, and the table shows the field and values
+    the guard refuses them on, read from the records; a mark on rows of one build is an error."""
+    spec = tmp_path / "verdicts.toml"
+    reading = (
+        '[[claim]]\nclaim = "Figure 3"\npaper = "curves"\n[[claim.reading]]\nname = "MBML"\n'
+        f'record = "{(RESULTS / "edition2").as_posix()}"\nenvs = ["sparse_point_robot"]\n'
+        'row = "focal"\nagainst = "{against}"\nmeasure = "return"\nclaim = "above"\n'
+        "refused = true\n"
+    )
+    spec.write_text(reading.replace("{against}", "mbml"))
+    result = cli("report", "--verdicts", str(spec))
+    assert result.returncode == 0, result.stderr
+    assert "| MBML | - | - | - | refused: steps, focal 12,000 v mbml 16,000 |" in result.stdout
+    spec.write_text(reading.replace("{against}", "batch_pearl"))
+    stale = cli("report", "--verdicts", str(spec))
+    assert stale.returncode == 2 and "Traceback" not in stale.stderr
+    assert "is marked refused, but its sides are one build now" in stale.stderr
+
+
+def test_a_verdict_of_property_tests_counts_them(tmp_path):
+    """`tests = "folder"`: the reading counts the folder's test functions, not its helpers."""
+    tests = tmp_path / "theory"
+    tests.mkdir()
+    (tests / "test_a.py").write_text(
+        "def helper():\n    pass\n\n\ndef test_one():\n    assert helper() is None\n"
+    )
+    (tests / "test_b.py").write_text("class TestX:\n    def test_two(self):\n        assert 1\n")
+    (tests / "conftest.py").write_text("def test_not_a_test_file():\n    pass\n")
+    spec = tmp_path / "verdicts.toml"
+    spec.write_text(
+        '[[claim]]\nclaim = "Theorems"\npaper = "stated"\n[[claim.reading]]\n'
+        'name = "property tests"\ntests = "theory"\n'
+    )
+    result = cli("report", "--verdicts", str(spec))
+    assert result.returncode == 0, result.stderr
+    assert "| property tests | - | 2 properties | - | checked by every run of the suite |" in (
+        result.stdout
+    )
+
+
 def test_a_headline_reads_the_paper_rows_of_one_label(tmp_path):
     """A record of several learners (a study's variants) names the paper's rows by their label;
     without it the headline finds no unlabelled rows and says so."""
@@ -385,11 +464,40 @@ def test_a_headline_refuses_rows_against_a_floor_and_ceiling_of_another_build(tm
     spec.write_text(head + f'coupled = "{results}/metaworld_published/coupled"\n')
     refused = cli("report", "--headline", str(spec))
     assert refused.returncode == 2 and "against their floor and ceiling" in refused.stderr
-    assert "in precision: bf16 (floor and ceiling" in refused.stderr
+    assert "in precision: bf16 (floor, ceiling" in refused.stderr
     spec.write_text(head + 'empty = {coupled = "rows fp32; floor, ceiling bf16"}\n')
     shown = cli("report", "--headline", str(spec))
     assert shown.returncode == 0, shown.stderr
     assert "| reproduced | - | empty: rows fp32; floor, ceiling bf16 |" in shown.stdout
+    # marked refused, the cell shows what the guard found, read from the records
+    marked = head + f'coupled = "{results}/metaworld_published/coupled"\n'
+    spec.write_text(marked + 'refused = ["coupled"]\n')
+    shown = cli("report", "--headline", str(spec))
+    assert shown.returncode == 0, shown.stderr
+    assert "| reproduced | - | refused: precision bf16 v fp32 |" in shown.stdout
+    assert "1 cells empty or refused" not in shown.stdout and "1 cell empty or refused" in shown.stdout
+    # a cell marked refused whose sides are one build is an error: its mark is stale
+    spec.write_text(marked + 'refused = ["paper", "coupled"]\n')
+    stale = cli("report", "--headline", str(spec))
+    assert stale.returncode == 2 and "Traceback" not in stale.stderr
+    assert "its paper cell is marked refused, but its sides are one build now" in stale.stderr
+
+
+@pytest.mark.parametrize("refused", ['"coupled"', '["coupled"]', '["shared"]', "true"])
+def test_a_headline_refuses_a_refused_mark_it_cannot_read(tmp_path, refused):
+    """`refused` lists forms whose record the benchmark names: a string, a form without a
+    record (the coupled one here) or a form that does not exist is refused, naming the key."""
+    import shutil
+
+    shutil.copytree(RESULTS / "paper_blocks" / "rows", tmp_path / "rows")
+    spec = tmp_path / "headline.toml"
+    spec.write_text(
+        f'[[benchmark]]\nbenchmark = "SPR"\nenvs = ["sparse_point_robot"]\npaper = "rows"\n'
+        f"refused = {refused}\n"
+    )
+    result = cli("report", "--headline", str(spec))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "has refused = " in result.stderr and "expected a list of the forms" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ def test_each_kind_of_mixing_is_refused_naming_it(field):
 
 
 def test_a_side_mixing_within_itself_is_refused_too():
-    with pytest.raises(FocalppError, match="in steps: 6000"):
+    with pytest.raises(FocalppError, match="in steps: 6,000"):
         check_sides({"FOCAL++": [line("a"), line("b", **MIXES["steps"])], "FOCAL": []}, "x")
 
 
