@@ -7,8 +7,9 @@ change in the machine's speed reaches both alike; every figure is a ratio within
 - step: one fp32 training step of FOCAL and of FOCAL++ at the CPU scale (median ms), free (the
   machine's fastest kernels, all its cores as torch threads: how `tools/run.py` trains by
   default) against portable (one thread, the kernels every x86 CPU shares); and one update of a
-  behaviour policy at the long builds' sizes (256-256, batch 256), which a build makes per
-  environment step;
+  behaviour policy at the long builds' sizes, which a build makes per environment step: one
+  task's own SAC (the Fwd-Back families: 256-256, batch 256) and the conditioned SAC of
+  Sparse-Cheetah-Vel (one network for 100 tasks, 256-256, 16 transitions per task);
 - build: the same short Sparse-Point-Robot build (`tools/collect.py`, timed as a whole
   command), free in one piece on all cores against portable in its two blocks on one worker
   process per core (how a build runs now), and portable in one piece on one worker (the
@@ -46,31 +47,45 @@ def step_times(quick: bool) -> dict[str, float]:
     for trainer in trainers.values():
         step_ms(trainer, 2, 1, 2, 5.0)  # warm-up
     times = {row: step_ms(trainer, 0, 3, block, 60.0) for row, trainer in trainers.items()}
-    return {**times, UPDATE: behaviour_update_ms(quick)}
+    return {
+        **times,
+        UPDATE: behaviour_update_ms(quick),
+        CONDITIONED: behaviour_update_ms(quick, conditioned=True),
+    }
 
 
 UPDATE = "behaviour_update"  # one behaviour-policy SAC update at the long builds' sizes
+CONDITIONED = "conditioned_update"  # the same of Sparse-Cheetah-Vel's conditioned learner
 
 
-def behaviour_update_ms(quick: bool) -> float:
-    """Median ms of one `TaskBatchedSAC.update` of one task at the long builds' sizes (Ant's 27
-    observations and 8 actions, 256-256, batch 256): what a long build does per env step."""
+def behaviour_update_ms(quick: bool, conditioned: bool = False) -> float:
+    """Median ms of one behaviour SAC update at the long builds' sizes: what a long build does
+    per environment step. One task's `TaskBatchedSAC` (Ant's 27 observations and 8 actions,
+    256-256, batch 256), or `conditioned`: Sparse-Cheetah-Vel's `TaskConditionedSAC` (100 tasks
+    told their velocity, 20 observations and 6 actions, 256-256, 16 transitions per task)."""
     import torch
 
-    from components.rl.sac import TaskBatchedSAC
+    from components.rl.sac import TaskBatchedSAC, TaskConditionedSAC
     from components.transitions import Transitions
 
-    obs, act, batch = 27, 8, 32 if quick else 256
-    agent = TaskBatchedSAC(n_tasks=1, obs_dim=obs, act_dim=act, hidden=(256, 256))
+    if conditioned:
+        tasks, obs, act, batch = (10, 20, 6, 4) if quick else (100, 20, 6, 16)
+        features = torch.linspace(-1.7, 1.7, tasks)[:, None]
+        agent = TaskConditionedSAC(
+            n_tasks=tasks, obs_dim=obs, act_dim=act, hidden=(256, 256), task_features=features
+        )
+    else:
+        tasks, obs, act, batch = 1, 27, 8, 32 if quick else 256
+        agent = TaskBatchedSAC(n_tasks=1, obs_dim=obs, act_dim=act, hidden=(256, 256))
     g = torch.Generator().manual_seed(0)
     data = Transitions(
-        obs=torch.randn(1, batch, obs, generator=g),
-        action=torch.rand(1, batch, act, generator=g) * 2 - 1,
-        reward=torch.randn(1, batch, generator=g),
-        sparse_reward=torch.zeros(1, batch),
-        next_obs=torch.randn(1, batch, obs, generator=g),
-        terminated=torch.zeros(1, batch),
-        truncated=torch.zeros(1, batch),
+        obs=torch.randn(tasks, batch, obs, generator=g),
+        action=torch.rand(tasks, batch, act, generator=g) * 2 - 1,
+        reward=torch.randn(tasks, batch, generator=g),
+        sparse_reward=torch.zeros(tasks, batch),
+        next_obs=torch.randn(tasks, batch, obs, generator=g),
+        terminated=torch.zeros(tasks, batch),
+        truncated=torch.zeros(tasks, batch),
     )
     times = []
     for i in range(6 if quick else 45):
@@ -146,6 +161,7 @@ def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     rows = []
     names = {row: f"step {row}, fp32, cpu scale" for row in STEP_ROWS}
     names[UPDATE] = "behaviour SAC update, 256-256, batch 256 (a long build's step)"
+    names[CONDITIONED] = "conditioned SAC update, 100 tasks × 16 (Sparse-Cheetah-Vel's step)"
     for row, config in names.items():
         free = float(np.median([r[row] for r in steps[numerics.FREE]]))
         pinned = float(np.median([r[row] for r in steps[numerics.PORTABLE]]))

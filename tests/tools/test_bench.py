@@ -19,8 +19,10 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
     rows = {row["family"]: row for row in report["sections"]["env"]}
     assert len(rows) >= 6
     costs = {row["config"]: row for row in report["sections"]["numerics"]}
-    for row in ("focal", "focalpp"):
-        step = costs[f"step {row}, fp32, cpu scale"]
+    updates = [name for name in costs if "SAC update" in name]
+    assert len(updates) == 2  # one task's own SAC, and the conditioned one of many tasks
+    for row in [f"step {row}, fp32, cpu scale" for row in ("focal", "focalpp")] + updates:
+        step = costs[row]
         assert step["portable_ms"] > 0 and step["free_ms"] > 0
         assert step["portable_vs_free"] == pytest.approx(step["portable_ms"] / step["free_ms"])
     builds = [row for name, row in costs.items() if name.startswith("build: ")]
