@@ -6,7 +6,9 @@ each task's seeds against the other row's on the same task), the row and the row
 to beat (`row`, `against`, each a recipe stem, with an optional `label`), the measure and the
 paper's side (`claim = "above"`: the row is claimed better; `"below"`: worse). Each reading
 gives the seeds, both rows' means, P(a run of the side the paper calls better does better than
-a run of the other) with its 95% interval, and the verdict by the one rule
+a run of the other) with its 95% interval, the verdict by the one rule, and what some of its runs
+did not record (`unrecorded`, as in the headline: configuration digest, the commit of a clean
+tree, CPU, torch version, precision)
 (components/reports/intervals.py). The two rows are one build but for their recipes
 (components/reports/builds.py): a reading that mixes is refused, and a reading may say why it
 stays empty instead (`empty = "why"`).
@@ -36,7 +38,7 @@ from typing import Any
 import numpy as np
 import tomllib
 
-from components.reports.builds import MixedBuilds
+from components.reports.builds import MixedBuilds, provenance_gaps
 from components.reports.intervals import improvement, verdict
 from components.reports.pairs import paired_runs, row_runs
 from components.reports.readings import (
@@ -61,6 +63,7 @@ COLUMNS = (
     "row v against",
     "P(row better)",
     "verdict",
+    "unrecorded",
     "study",
 )
 
@@ -204,7 +207,7 @@ def _reading(root: Path, reading: dict) -> tuple[str, ...]:
     except MixedBuilds as mixed:
         if not reading.get("refused"):
             raise
-        return (reading["name"], "-", "-", "-", f"refused: {mixed.brief()}")
+        return (reading["name"], "-", "-", "-", f"refused: {mixed.brief()}", "-")
     if reading.get("refused"):
         raise FocalppError(
             f"the verdicts file's reading {reading['name']!r} is marked refused, but its sides "
@@ -216,16 +219,17 @@ def _reading(root: Path, reading: dict) -> tuple[str, ...]:
 def _read(root: Path, reading: dict) -> tuple[str, ...]:
     name = reading["name"]
     if reading.get("empty"):
-        return (name, "-", "-", "-", f"not read: {reading['empty']}")
+        return (name, "-", "-", "-", f"not read: {reading['empty']}", "-")
     if "tests" in reading:
         count = len(_properties(root / reading["tests"]))
-        return (name, "-", f"{count} properties", "-", TESTED)
+        return (name, "-", f"{count} properties", "-", TESTED, "-")
     read, higher = MEASURES[reading["measure"]]
     record, envs, label = root / reading["record"], reading["envs"], reading.get("label", "")
     if "level" in reading:
         runs = row_runs(record, envs, reading["row"], label, spec="the verdicts file")
         x = [read(runs[env]) for env in envs]
         y = [[float(reading["level"])] * len(v) for v in x]  # the level as a row of equal runs
+        used = [run for env in envs for run in runs[env]]
     else:
         groups = paired_runs(
             record, envs, (reading["row"], reading["against"]), label, spec="the verdicts file"
@@ -234,6 +238,7 @@ def _read(root: Path, reading: dict) -> tuple[str, ...]:
             [read(groups[stem][env]) for env in envs]
             for stem in (reading["row"], reading["against"])
         )
+        used = [run for side in groups.values() for env in envs for run in side[env]]
     counts = [min(len(v) for v in side) for side in (x, y)]  # each row's seeds on every task
     if min(counts) < 2 or any(None in v for v in (*x, *y)):
         raise FocalppError(
@@ -254,6 +259,7 @@ def _read(root: Path, reading: dict) -> tuple[str, ...]:
         _means(float(np.mean(a)), float(np.mean(b))),
         p.format(),
         verdict(p, True),
+        provenance_gaps(used),
     )
 
 

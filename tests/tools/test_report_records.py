@@ -389,6 +389,29 @@ def test_a_verdict_marked_refused_shows_what_the_guard_found(tmp_path):
     assert "is marked refused, but its sides are one build now" in stale.stderr
 
 
+def test_a_verdict_names_what_its_runs_did_not_record(tmp_path):
+    """The `unrecorded` column of a reading names what some of either row's runs lack: nothing
+    on a record of full provenance; the torch version, once one FOCAL run loses it."""
+    import shutil
+
+    record = tmp_path / "point_robot"
+    shutil.copytree(RESULTS / "test_contexts" / "point_robot", record)
+    spec = tmp_path / "verdicts.toml"
+    spec.write_text(
+        '[[claim]]\nclaim = "C"\npaper = "1 v 0"\n[[claim.reading]]\nname = "r"\n'
+        'record = "point_robot"\nenvs = ["sparse_point_robot"]\nrow = "reference_oracle"\n'
+        'against = "focal"\nlabel = "brac"\nmeasure = "return"\nclaim = "above"\n'
+    )
+    full = cli("report", "--verdicts", str(spec))
+    assert full.returncode == 0, full.stderr
+    (row,) = [line for line in full.stdout.splitlines() if line.startswith("| C |")]
+    assert row.endswith("| - | - |")  # nothing unrecorded, no study link
+    _edit(record, "torch", "unknown", lambda run: run["run"].endswith("focal-sparse_point_robot-brac-s3"))
+    gap = cli("report", "--verdicts", str(spec))
+    (row,) = [line for line in gap.stdout.splitlines() if line.startswith("| C |")]
+    assert row.endswith("| torch | - |"), row
+
+
 def test_a_verdict_of_property_tests_counts_them(tmp_path):
     """`tests = "folder"`: the reading counts the folder's test functions, not its helpers."""
     tests = tmp_path / "theory"
