@@ -50,3 +50,27 @@ def test_the_results_page_is_an_index():
     table = page.split("<!-- verdicts: ", 1)[1].split("<!-- /verdicts -->", 1)[0]
     rows = [row.strip("|").split(" | ") for row in table.splitlines()[3:]]
     assert len(rows) >= 10 and max(len(cell.strip()) for row in rows for cell in row) <= 200
+
+
+def test_the_readme_quotes_the_main_commands_record():
+    """The line the README says its main command prints everywhere is the one its record
+    (results/main_command: that command, seed 0, portable numerics, a clean commit) printed."""
+    import json
+
+    lines = (ROOT / "results" / "main_command" / "runs.jsonl").read_text().splitlines()
+    (run,) = [json.loads(x) for x in lines]
+    assert (run["recipe"], run["env"], run["scale"], run["seed"]) == (
+        "focalpp_seqwise.gin",
+        "sparse_point_robot",
+        "cpu",
+        0,
+    )
+    assert run["numerics"]["mode"] == "portable" and run["clean"] is True
+    result = run["eval"]
+    line = (
+        f"test sparse return {result['test_return_mean']:.2f} ± {result['test_return_std']:.2f}, "
+        f"paper-comparable ({result['paper_formula']}) {result['paper_return_mean']:.2f} ± "
+        f"{result['paper_return_std']:.2f}"
+    )
+    assert line in " ".join(README.split()), line
+    assert "python tools/run.py --recipe recipes/focalpp_seqwise.gin --numerics portable" in README

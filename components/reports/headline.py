@@ -239,7 +239,9 @@ def _summary(read: list[tuple[str, str, str]], empty: int) -> str:
     """The verdicts counted, the cells that reproduce or reverse the paper's order named."""
 
     def named(word: str, name_them: bool = True) -> str:
-        cells = [name + ("" if key == "paper" else f", {key}") for name, key, v in read if v == word]
+        cells = [
+            name + ("" if key == "paper" else f", {key}") for name, key, v in read if v == word
+        ]
         return f"{len(cells)} {word}" + (f" ({'; '.join(cells)})" if cells and name_them else "")
 
     words = [named("reproduced"), named("reversed"), named("same within noise", False)]

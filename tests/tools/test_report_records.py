@@ -406,7 +406,12 @@ def test_a_verdict_names_what_its_runs_did_not_record(tmp_path):
     assert full.returncode == 0, full.stderr
     (row,) = [line for line in full.stdout.splitlines() if line.startswith("| C |")]
     assert row.endswith("| - | - |")  # nothing unrecorded, no study link
-    _edit(record, "torch", "unknown", lambda run: run["run"].endswith("focal-sparse_point_robot-brac-s3"))
+    _edit(
+        record,
+        "torch",
+        "unknown",
+        lambda run: run["run"].endswith("focal-sparse_point_robot-brac-s3"),
+    )
     gap = cli("report", "--verdicts", str(spec))
     (row,) = [line for line in gap.stdout.splitlines() if line.startswith("| C |")]
     assert row.endswith("| torch | - |"), row
@@ -498,7 +503,9 @@ def test_a_headline_refuses_rows_against_a_floor_and_ceiling_of_another_build(tm
     shown = cli("report", "--headline", str(spec))
     assert shown.returncode == 0, shown.stderr
     assert "| reproduced | - | refused: precision bf16 v fp32 |" in shown.stdout
-    assert "1 cells empty or refused" not in shown.stdout and "1 cell empty or refused" in shown.stdout
+    assert (
+        "1 cells empty or refused" not in shown.stdout and "1 cell empty or refused" in shown.stdout
+    )
     # a cell marked refused whose sides are one build is an error: its mark is stale
     spec.write_text(marked + 'refused = ["paper", "coupled"]\n')
     stale = cli("report", "--headline", str(spec))
