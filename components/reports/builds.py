@@ -18,11 +18,14 @@ with other command-line bindings, naming the field and both values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from registry import FocalppError
 from registry.provenance import differing
+
+T = TypeVar("T")
 
 UNKNOWN = "unknown"  # a field a run recorded before it existed
 
@@ -153,6 +156,23 @@ class MixedBuilds(FocalppError):
         if sides:
             return f"{self.field}, {self.sides[0]} {a} v {self.sides[1]} {b}"
         return f"{self.field} {a} v {b}"
+
+
+def read_or_refusal(read: Callable[[], T], marked: bool, what: str) -> T | MixedBuilds:
+    """`read()`, or the refusal it raises where `what` is marked refused (a table shows what the
+    guard found instead of a reading). A mark on sides of one build is an error: its runs were
+    redone, and the mark is to be taken out."""
+    try:
+        result = read()
+    except MixedBuilds as mixed:
+        if not marked:
+            raise
+        return mixed
+    if marked:
+        raise FocalppError(
+            f"{what} is marked refused, but its sides are one build now: take its mark out"
+        )
+    return result
 
 
 def check_sides(

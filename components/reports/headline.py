@@ -32,6 +32,7 @@ reach-wall alone).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from components.reports.builds import (
     encoder_name,
     precision_name,
     provenance_gaps,
+    read_or_refusal,
     run_steps,
 )
 from components.reports.intervals import REPS, improvement, verdict
@@ -149,7 +151,7 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
             f"({', '.join(forms)}) and, in words, why its cell is empty"
         )
     refused = row.get("refused", [])
-    if not isinstance(refused, list) or not all(form in row for form in refused):
+    if not isinstance(refused, list) or not all(f in forms and f in row for f in refused):
         raise FocalppError(
             f"{where} ({row['benchmark']}) has refused = {refused!r}: expected a list of the "
             f"forms ({', '.join(forms)}) whose record it names and the guard refuses"
@@ -188,24 +190,17 @@ def headline(path: Path) -> Table:
                 cells += ["-", "-"]
                 continue
             record = root / bench[key]
-            try:
-                (x, y), runs = _scores(record, envs, form_label or label, measure)
-                for env in references:
-                    check_sides(
-                        {"floor, ceiling": references[env], "rows": runs[env]},
-                        f"{name}: the {key} rows ({record}) against their floor and ceiling on "
-                        f"{env}",
-                    )
-            except MixedBuilds as mixed:
-                if key not in bench.get("refused", []):
-                    raise
-                cells += ["-", f"refused: {mixed.brief(sides=False)}"]
+            found = read_or_refusal(
+                partial(
+                    _checked, name, key, record, envs, form_label or label, measure, references
+                ),
+                key in bench.get("refused", []),
+                f"{name}: its {key} cell",
+            )
+            if isinstance(found, MixedBuilds):
+                cells += ["-", f"refused: {found.brief(sides=False)}"]
                 continue
-            if key in bench.get("refused", []):
-                raise FocalppError(
-                    f"{name}: its {key} cell is marked refused, but its sides are one build now: "
-                    f"take {key!r} out of its `refused`"
-                )
+            (x, y), runs = found
             p = improvement(x, y)
             cells += [p.format(), verdict(p, True)]
             read.append((name, key, verdict(p, True)))
@@ -233,6 +228,18 @@ def headline(path: Path) -> Table:
         rows,
         _summary(read, empty),
     )
+
+
+def _checked(name, key, record, envs, label, measure, references):
+    """`_scores` of one form's rows, checked against the floor and ceiling that chose its
+    tasks."""
+    (x, y), runs = _scores(record, envs, label, measure)
+    for env in references:
+        check_sides(
+            {"floor, ceiling": references[env], "rows": runs[env]},
+            f"{name}: the {key} rows ({record}) against their floor and ceiling on {env}",
+        )
+    return (x, y), runs
 
 
 def _summary(read: list[tuple[str, str, str]], empty: int) -> str:

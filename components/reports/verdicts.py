@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import tomllib
 
-from components.reports.builds import MixedBuilds, provenance_gaps
+from components.reports.builds import MixedBuilds, provenance_gaps, read_or_refusal
 from components.reports.intervals import improvement, verdict
 from components.reports.pairs import paired_runs, row_runs
 from components.reports.readings import (
@@ -202,18 +202,14 @@ def verdicts(path: Path) -> Table:
 
 def _reading(root: Path, reading: dict) -> tuple[str, ...]:
     """A reading's cells, or what the guard found where the reading is marked refused."""
-    try:
-        cells = _read(root, reading)
-    except MixedBuilds as mixed:
-        if not reading.get("refused"):
-            raise
-        return (reading["name"], "-", "-", "-", f"refused: {mixed.brief()}", "-")
-    if reading.get("refused"):
-        raise FocalppError(
-            f"the verdicts file's reading {reading['name']!r} is marked refused, but its sides "
-            "are one build now: take out its `refused = true`"
-        )
-    return cells
+    found = read_or_refusal(
+        lambda: _read(root, reading),
+        bool(reading.get("refused")),
+        f"the verdicts file's reading {reading['name']!r}",
+    )
+    if isinstance(found, MixedBuilds):
+        return (reading["name"], "-", "-", "-", f"refused: {found.brief()}", "-")
+    return found
 
 
 def _read(root: Path, reading: dict) -> tuple[str, ...]:

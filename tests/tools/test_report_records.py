@@ -513,7 +513,9 @@ def test_a_headline_refuses_rows_against_a_floor_and_ceiling_of_another_build(tm
     assert "its paper cell is marked refused, but its sides are one build now" in stale.stderr
 
 
-@pytest.mark.parametrize("refused", ['"coupled"', '["coupled"]', '["shared"]', "true"])
+@pytest.mark.parametrize(
+    "refused", ['"coupled"', '["coupled"]', '["shared"]', "true", '["benchmark"]']
+)
 def test_a_headline_refuses_a_refused_mark_it_cannot_read(tmp_path, refused):
     """`refused` lists forms whose record the benchmark names: a string, a form without a
     record (the coupled one here) or a form that does not exist is refused, naming the key."""
