@@ -434,6 +434,17 @@ def report_of(spoil: Callable[[Path], None]) -> Prepare:
     return prepare
 
 
+def records_of(spoil: Callable[[Path], None]) -> Prepare:
+    """tools/records.py of a spoiled copy of the finished run: no record is written."""
+
+    def prepare(world: World, case: Path):
+        run_dir = copied_run(world, case)
+        spoil(run_dir)
+        return "records", [str(run_dir), "--out", str(case / "rec")], [case / "rec"], [run_dir]
+
+    return prepare
+
+
 def headline_file(entry: str) -> Prepare:
     """`tools/report.py --headline` of a headline file of one [[benchmark]] entry, beside an
     empty folder `record`."""
@@ -464,17 +475,17 @@ READING = 'name = "r"\nrecord = "record"\nenvs = ["a"]\nrow = "focalpp"\nagainst
 LEVEL = 'name = "r"\nrecord = "record"\nenvs = ["a"]\nrow = "focalpp"\n'
 
 
-def record_of(spoil: Callable[[list[dict]], None]) -> Prepare:
-    """A report of a compact record (tools/records.py) of the finished run whose runs.jsonl was
+def record_of(spoil: Callable[[list[dict]], None], file: str = "runs.jsonl") -> Prepare:
+    """A report of a compact record (tools/records.py) of the finished run whose `file` was
     spoiled; the record is left as it was."""
 
     def prepare(world: World, case: Path):
         record = case / "record"
         r = cli("records", str(copied_run(world, case)), "--out", str(record), "--logs")
         assert r.returncode == 0, r.stderr
-        rows = [json.loads(line) for line in (record / "runs.jsonl").read_text().splitlines()]
+        rows = [json.loads(line) for line in (record / file).read_text().splitlines()]
         spoil(rows)
-        (record / "runs.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        (record / file).write_text("".join(json.dumps(row) + "\n" for row in rows))
         return "report", [str(record)], [], [record]
 
     return prepare
@@ -640,6 +651,17 @@ def edited_eval(**changes) -> Callable[[Path], None]:
     def spoil(run_dir: Path) -> None:
         record = json.loads((run_dir / "eval.json").read_text())
         (run_dir / "eval.json").write_text(json.dumps({**record, **changes}))
+
+    return spoil
+
+
+def edited_meta_test(**changes) -> Callable[[Path], None]:
+    """The run's log with its first meta-test line (`"kind": "eval"`) edited."""
+
+    def spoil(run_dir: Path) -> None:
+        lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        next(x for x in lines if x.get("kind") == "eval").update(changes)
+        (run_dir / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
     return spoil
 
@@ -1406,7 +1428,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "report of two copies of one run": (two_copies, "are both seed 0 of my_row"),
     "report of a run whose eval.json holds NaN": (
         report_of(edited_eval(test_return_mean=float("nan"))),
-        "eval.json has test_return_mean = nan: expected a finite number",
+        "eval.json has test_return_mean = nan, expected a finite number",
     ),
     "report of a run whose analysis.json holds NaN": (
         report_of(
@@ -1418,7 +1440,35 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "report of a run whose eval.json holds a string": (
         report_of(edited_eval(test_return_std="wide")),
-        "eval.json has test_return_std = 'wide': expected a finite number",
+        "eval.json has test_return_std = 'wide', expected a finite number ≥ 0",
+    ),
+    "report of a run whose eval.json has a success rate above one": (
+        report_of(edited_eval(success_rate=1.5)),
+        "eval.json has success_rate = 1.5, expected a number in [0, 1]",
+    ),
+    "report of a run whose eval.json has a negative context": (
+        report_of(edited_eval(context_sizes=[-1])),
+        "eval.json has context_sizes = [-1], expected a list of integers ≥ 1",
+    ),
+    "report of a run whose eval.json has a field no meta-test writes": (
+        report_of(edited_eval(test_return_median=3.0)),
+        "eval.json has test_return_median, which is not a field of a meta-test",
+    ),
+    "report of a run whose eval.json has a task's return as a text": (
+        report_of(edited_eval(per_task_return={"0": 1.0, "1": "high"})),
+        "expected an object of test task -> a finite number (task 1 has 'high')",
+    ),
+    "report of a run whose eval.json has a negative protocol spread": (
+        report_of(edited_eval(test_contexts={"offline": {"mean": 1.0, "std": -2.0}})),
+        "eval.json has test_contexts.offline.std = -2.0, expected a finite number ≥ 0",
+    ),
+    "report of a run whose log has a meta-test at a negative step": (
+        report_to(edited_meta_test(step=-1000)),
+        "has step = -1000, expected an integer ≥ 0",
+    ),
+    "records of a run whose log has a meta-test step as a text": (
+        records_of(edited_meta_test(step="1000")),
+        "has step = '1000', expected an integer ≥ 0",
     ),
     "report of a run with a damaged metrics.jsonl": (
         report_to(glued_metrics),
@@ -1554,6 +1604,22 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "report of a record with a non-finite score": (
         record_of(lambda rows: rows[0].update(final=float("nan"))),
         "runs.jsonl line 1 has final = nan, expected a finite number",
+    ),
+    "report of a record with a negative training time": (
+        record_of(lambda rows: rows[0].update(train_seconds=-5.0)),
+        "runs.jsonl line 1 has train_seconds = -5.0, expected a finite number ≥ 0",
+    ),
+    "report of a record that ran on no thread": (
+        record_of(lambda rows: rows[0]["numerics"].update(torch_threads=0)),
+        "runs.jsonl line 1 has numerics.torch_threads = 0, expected an integer ≥ 1",
+    ),
+    "report of a record whose meta-test has a success rate below zero": (
+        record_of(lambda rows: rows[0].update(success_rate=-0.25), "meta_tests.jsonl"),
+        "meta_tests.jsonl line 1 has success_rate = -0.25, expected a number in [0, 1]",
+    ),
+    "report of a record whose meta-test lacks its step": (
+        record_of(lambda rows: rows[0].pop("step"), "meta_tests.jsonl"),
+        "meta_tests.jsonl line 1 lacks step",
     ),
     "report of a record whose training logs do not match their digest": (
         record_with_a_changed_archive,

@@ -36,10 +36,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from components.outputs.metrics import jsonl, read_metrics
+from components.outputs.metrics import DAMAGED as METRICS_DAMAGED
+from components.outputs.metrics import jsonl
 from components.outputs.run_dir import atomic_write_all, make_dirs, removed_on_failure
 from components.outputs.run_record import RUN_JSON, read_run_record
 from components.reports.builds import UNKNOWN, check_one_build
+from components.reports.fields import EVAL, META_TEST, NUMERICS, check_fields
 from components.reports.readings import comparable, last_meta_tests
 from registry import FocalppError
 from registry.constraints import check_seed
@@ -178,8 +180,19 @@ def _read_run_dir(run_dir: Path, name: str) -> dict[str, Any]:
     analysis = run_dir / "analysis.json"
     run["analysis"] = json.loads(analysis.read_text()) if analysis.is_file() else {}
     check_analysis(run["analysis"], analysis)
-    run["metrics"] = [m for m in read_metrics(run_dir) if m.get("kind") == "eval"]
+    run["metrics"] = [m for m in read_checked_metrics(run_dir) if m.get("kind") == "eval"]
     return run
+
+
+def read_checked_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """Every line of a run directory's log (metrics.jsonl), its meta-tests (`"kind": "eval"`)
+    checked field by field."""
+    path, lines = Path(run_dir) / "metrics.jsonl", []
+    for number, line in jsonl(path, METRICS_DAMAGED):
+        if line.get("kind") == "eval":
+            check_meta_test(line, f"{path} line {number}")
+        lines.append(line)
+    return lines
 
 
 def _row_of(run: dict[str, Any]) -> dict[str, Any]:
@@ -242,17 +255,18 @@ def read_records(study: Path) -> list[dict[str, Any]]:
         seen[row["run"]] = number
         if not isinstance(row["eval"], dict):
             raise FocalppError(f"{where} has eval = {row['eval']!r}, expected eval.json's object")
-        check_numbers(row["eval"], f"{where} (its eval)")
+        check_numbers(row["eval"], f"{where} (its eval)", DAMAGED)
         for key in SCORES:
             value = row[key]
+            low = 0 if key == "train_seconds" else -math.inf
             if value is not None and (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
                 or not math.isfinite(value)
+                or value < low
             ):
-                raise FocalppError(
-                    f"{where} has {key} = {value!r}, expected a finite number: {DAMAGED}"
-                )
+                expected = "a finite number" + (" ≥ 0" if low == 0 else "")
+                raise FocalppError(f"{where} has {key} = {value!r}, expected {expected}: {DAMAGED}")
         check_provenance(row, where)
         runs[row["run"]] = {**row, "dir": study / row["run"], "metrics": [], "analysis": {}}
     configs = read_configs(study)
@@ -273,6 +287,7 @@ def read_records(study: Path) -> list[dict[str, Any]]:
                     f"{path} line {number} names no run of {study / RUNS}: {DAMAGED}"
                 )
             if key == "metrics":
+                check_meta_test(row, f"{path} line {number}", DAMAGED)
                 run["metrics"].append(row)
             else:
                 check_analysis(row, f"{path} line {number}")
@@ -348,6 +363,7 @@ def check_choices(row: dict, where: str) -> None:
     mode = row.get("numerics", {"mode": "free"})
     if not isinstance(mode, dict) or mode.get("mode") not in ("portable", "free"):
         raise bad("numerics", "an object whose mode is 'portable' or 'free'")
+    check_fields(mode, NUMERICS, where, DAMAGED, required=("mode",), path="numerics")
 
 
 def check_provenance(row: dict, where: str) -> None:
@@ -418,25 +434,23 @@ def read_logs(study: Path, run: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def check_numbers(record: dict, path: Path | str) -> None:
-    """The returns and times a report reads from eval.json are finite numbers: a NaN (a run
-    whose evaluation diverged, or an edit) would print as 'nan ± nan' and spoil its row's
-    mean and interval without a word."""
-    for key, value in record.items():
-        if not key.endswith(("_mean", "_std")) and key != "train_seconds":
-            continue
-        if value is None and key != "test_return_mean":
-            continue  # not measured for this run (older records)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise FocalppError(
-                f"{path} has {key} = {value!r}: expected a finite number; the run's evaluation "
-                "is not usable (it diverged, or the file was edited): rerun the run, or leave "
-                "it out of the report"
-            )
+def check_numbers(record: dict, path: Path | str, fix: str | None = None) -> None:
+    """Every field of a run's final meta-test (eval.json) has its type and range
+    (components/reports/fields.py): a NaN from a diverged evaluation, or an edit, would print as
+    a number and spoil its row's mean and interval without a word."""
+    check_fields(record, EVAL, str(path), fix or UNUSABLE)
+
+
+def check_meta_test(record: dict, path: Path | str, fix: str | None = None) -> None:
+    """The same for one meta-test line of a run's log (or of a record's meta_tests.jsonl)."""
+    required = ("step", "test_return_mean")
+    check_fields(record, META_TEST, str(path), fix or UNUSABLE, required=required)
+
+
+UNUSABLE = (
+    "the run's evaluation is not usable (it diverged, or the file was edited): rerun the run, "
+    "or leave it out of the report"
+)
 
 
 def check_analysis(record: dict, path: Path | str) -> None:

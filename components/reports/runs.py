@@ -12,7 +12,6 @@ from pathlib import Path
 from rich.markup import escape
 
 from components.outputs.console import err
-from components.outputs.metrics import read_metrics
 from components.outputs.run_record import RUN_JSON, read_run_record
 from components.reports.builds import numerics_of
 from components.reports.records import (
@@ -20,6 +19,7 @@ from components.reports.records import (
     check_analysis,
     check_numbers,
     is_records,
+    read_checked_metrics,
     read_records,
 )
 from components.reports.tables import Groups, recipe_stem
@@ -194,5 +194,5 @@ def read_runs(paths: Sequence[Path]) -> tuple[Groups, list[str]]:
     check_same_numerics(runs)
     for run in runs:  # the meta-tests' logs (curves, last meta-tests): damaged fails first
         if "metrics" not in run:  # a compact record's runs come with theirs
-            run["metrics"] = read_metrics(run["dir"])
+            run["metrics"] = read_checked_metrics(run["dir"])
     return grouped, unfinished
