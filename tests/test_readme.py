@@ -72,5 +72,22 @@ def test_the_readme_quotes_the_main_commands_record():
         f"paper-comparable ({result['paper_formula']}) {result['paper_return_mean']:.2f} ± "
         f"{result['paper_return_std']:.2f}"
     )
-    assert line in " ".join(README.split()), line
+    text = " ".join(README.split())
+    assert line in text, line
     assert "python tools/run.py --recipe recipes/focalpp_seqwise.gin --numerics portable" in README
+    # the prose's other figures: its time (train_seconds holds the meta-tests) and test tasks
+    assert f"about {round(result['train_seconds'] / 60)} minutes on 2 cores" in text
+    assert text.count(f"over the {len(result['per_task_return'])} test tasks") == 2
+
+
+def test_the_readme_quotes_the_numerics_benchmarks_cost():
+    """The status table's "a portable step costs about N×" is the committed numerics benchmark's
+    step ratios, each rounded to N."""
+    import json
+
+    bench = ROOT / "results" / "performance" / "numerics" / "bench-numerics.json"
+    rows = json.loads(bench.read_text())["sections"]["numerics"]
+    ratios = [row["portable_vs_free"] for row in rows if row["config"].startswith("step ")]
+    assert len(ratios) >= 2
+    (quoted,) = re.findall(r"a portable step costs about (\d+)×", README)
+    assert {round(r) for r in ratios} == {int(quoted)}, ratios
