@@ -16,6 +16,7 @@ import components.reports.sections.metaworld_scores
 import components.reports.sections.ood
 import components.reports.sections.orders
 import components.reports.sections.per_env_figures
+import components.reports.sections.provenance
 import components.reports.sections.representation
 import components.reports.sections.returns
 import components.reports.sections.shift
