@@ -1456,7 +1456,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "report of a run whose eval.json has a task's return as a text": (
         report_of(edited_eval(per_task_return={"0": 1.0, "1": "high"})),
-        "expected an object of test task -> a finite number (task 1 has 'high')",
+        "eval.json has per_task_return.1 = 'high', expected a finite number",
     ),
     "report of a run whose eval.json has a negative protocol spread": (
         report_of(edited_eval(test_contexts={"offline": {"mean": 1.0, "std": -2.0}})),

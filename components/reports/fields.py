@@ -74,20 +74,18 @@ def numbers(value: Any) -> str | None:
 
 
 def per_task(inner: Check, *, nan: bool = False) -> Check:
-    """An object of test task -> value (with `nan`, NaN too: a task whose normalised score is
-    undefined, left out of the mean by nanmean, components/data/returns.py)."""
+    """An object of test task -> value, each value checked by `inner` (`check_fields` names the
+    task); with `nan`, NaN too: a task whose normalised score is undefined, left out of the
+    mean by nanmean (components/data/returns.py)."""
 
     def check(value: Any) -> str | None:
-        if not isinstance(value, dict) or not value:
-            return "an object of test task -> number"
-        for task, item in value.items():
-            if nan and _number(item) and math.isnan(item):
-                continue
-            expected = inner(item)
-            if expected is not None:
-                return f"an object of test task -> {expected} (task {task} has {item!r})"
-        return None
+        ok = isinstance(value, dict) and value
+        return None if ok else "an object of test task -> number"
 
+    def item(value: Any) -> str | None:
+        return None if nan and _number(value) and math.isnan(value) else inner(value)
+
+    check.item = item  # type: ignore[attr-defined]
     return check
 
 
@@ -182,8 +180,13 @@ def check_fields(
             )
         expected = check(value)
         if expected is not None:
-            shown = "…" if "(task " in expected else _shown(value)
-            raise FocalppError(f"{where} has {name} = {shown}, expected {expected}: {fix}")
+            raise FocalppError(f"{where} has {name} = {_shown(value)}, expected {expected}: {fix}")
+        for part, item in value.items() if hasattr(check, "item") else ():
+            expected = check.item(item)
+            if expected is not None:
+                raise FocalppError(
+                    f"{where} has {name}.{part} = {_shown(item)}, expected {expected}: {fix}"
+                )
         if hasattr(check, "fields"):
             inner = value.items() if check.each else [(None, value)]
             for part, item in inner:
@@ -195,6 +198,14 @@ def _shown(value: Any) -> str:
     shown = repr(value)
     return shown if len(shown) <= 80 else shown[:77] + "…"
 
+
+# a run line's scores (the final and last-three paper-comparable returns; null: not enough
+# meta-tests) and its training time
+RUN_SCORES: dict[str, Check] = {
+    "final": NULLABLE,
+    "last_three": NULLABLE,
+    "train_seconds": number(0, nullable=True),
+}
 
 # a run line's `numerics` (components/numerics.py `state`): what decided its floating point
 NUMERICS: dict[str, Check] = {

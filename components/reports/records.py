@@ -41,7 +41,7 @@ from components.outputs.metrics import jsonl
 from components.outputs.run_dir import atomic_write_all, make_dirs, removed_on_failure
 from components.outputs.run_record import RUN_JSON, read_run_record
 from components.reports.builds import UNKNOWN, check_one_build
-from components.reports.fields import EVAL, META_TEST, NUMERICS, check_fields
+from components.reports.fields import EVAL, META_TEST, NUMERICS, RUN_SCORES, check_fields
 from components.reports.readings import comparable, last_meta_tests
 from registry import FocalppError
 from registry.constraints import check_seed
@@ -62,7 +62,7 @@ CHOICES = (
 # parts built by kind, the CPU, torch, the precision the loop used
 PROVENANCE = ("commit", "clean", "config_digest", "parts", "cpu", "torch", "precision")
 COLUMNS = (*CHOICES, *PROVENANCE, "machine", "final", "last_three", "train_seconds", "eval")
-SCORES = ("final", "last_three", "train_seconds")
+SCORES = tuple(RUN_SCORES)  # final, last_three, train_seconds
 ROW = ("recipe", "label", "env", "scale")  # the runs of one row share one configuration
 # run.json's keys a record keeps besides COLUMNS (the rest, e.g. each binding's source, is in
 # the run directory only); `recovered`: how a line made before PROVENANCE got its fields;
@@ -256,17 +256,7 @@ def read_records(study: Path) -> list[dict[str, Any]]:
         if not isinstance(row["eval"], dict):
             raise FocalppError(f"{where} has eval = {row['eval']!r}, expected eval.json's object")
         check_numbers(row["eval"], f"{where} (its eval)", DAMAGED)
-        for key in SCORES:
-            value = row[key]
-            low = 0 if key == "train_seconds" else -math.inf
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-                or value < low
-            ):
-                expected = "a finite number" + (" ≥ 0" if low == 0 else "")
-                raise FocalppError(f"{where} has {key} = {value!r}, expected {expected}: {DAMAGED}")
+        check_fields({k: row[k] for k in SCORES}, RUN_SCORES, where, DAMAGED, required=())
         check_provenance(row, where)
         runs[row["run"]] = {**row, "dir": study / row["run"], "metrics": [], "analysis": {}}
     configs = read_configs(study)
