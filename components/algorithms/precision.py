@@ -214,7 +214,7 @@ def _read(path: Path) -> dict:
 
 
 def portable() -> bool:
-    return numerics.mode() == numerics.PORTABLE
+    return numerics.mode() in numerics.PINNED
 
 
 class StepPrecision:
