@@ -15,12 +15,6 @@ on all of them:
 - one thread per process (`OMP_NUM_THREADS`, `MKL_NUM_THREADS`): a thread count splits sums
   differently. Parallel work runs in processes instead (a dataset's blocks: docs/NUMERICS.md).
 
-A second pinned mode, `fma`, takes all of the above and defines the fp32 matrix products by
-their arithmetic instead of by MKL's COMPATIBLE branch: blocks of fused multiply-add chains,
-computed by oneDNN's AVX2 kernel (`ONEDNN_MAX_CPU_ISA`; components/products.py). It is portable
-in the same sense, other data than `portable` (another rounding), and 1.5-2× faster at a long
-build's sizes (docs/NUMERICS.md).
-
 The libraries read these settings once, when they load, so they must be in the environment
 before torch or numpy is imported: `pin()` puts them there (the command-line tools call it
 first thing, and a process they start inherits them), and refuses once it is too late.
@@ -37,9 +31,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 
-PORTABLE, FMA, FREE = "portable", "fma", "free"
-MODES = (PORTABLE, FMA, FREE)
-PINNED = (PORTABLE, FMA)  # the modes whose bits are the same on every x86 CPU
+PORTABLE, FREE = "portable", "free"
+MODES = (PORTABLE, FREE)
 ENV = "FOCALPP_NUMERICS"  # set by pin(): how a child process knows its parent asked for it
 RUN_DEFAULT = FREE  # a run's numerics where none are asked for (docs/NUMERICS.md says why)
 WORKERS_ENV = "FOCALPP_BUILD_WORKERS"  # caps the worker processes of a dataset build
@@ -51,11 +44,10 @@ class NumericsError(RuntimeError):
     """Portable numerics asked for where they cannot hold (too late, or not an x86 CPU)."""
 
 
-def portable_env(mode: str = PORTABLE) -> dict[str, str]:
-    """The environment variables that pin the numerics of `mode` (x86-64)."""
+def portable_env() -> dict[str, str]:
+    """The environment variables that pin the numerics (x86-64)."""
     return {
-        ENV: mode,
-        **({"ONEDNN_MAX_CPU_ISA": "AVX2"} if mode == FMA else {}),
+        ENV: PORTABLE,
         "MKL_CBWR": "COMPATIBLE",
         "ATEN_CPU_CAPABILITY": "avx2",
         "NPY_ENABLE_CPU_FEATURES": NUMPY_BASELINE,
@@ -68,8 +60,8 @@ def _x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
-def pin(mode: str = PORTABLE) -> None:
-    """Pin this process's numerics (and its children's) to `mode` before torch or numpy loads.
+def pin() -> None:
+    """Pin this process's numerics (and its children's) before torch or numpy loads.
 
     Idempotent. Raises `NumericsError` where torch or numpy is already imported with other
     settings (they would not read the new ones), or on a CPU that is not x86-64."""
@@ -78,29 +70,24 @@ def pin(mode: str = PORTABLE) -> None:
             f"portable numerics are defined for x86-64 CPUs; this is {platform.machine()}: "
             "use --numerics free"
         )
-    if mode not in PINNED:
-        raise NumericsError(f"numerics {mode!r}: pinned ones are {' and '.join(PINNED)}")
-    wanted = portable_env(mode)
+    wanted = portable_env()
     late = [m for m in ("torch", "numpy") if m in sys.modules]
     if late and any(os.environ.get(k) != v for k, v in wanted.items()):
         raise NumericsError(
-            f"{mode} numerics must be set before torch and numpy load ({' and '.join(late)} "
+            f"portable numerics must be set before torch and numpy load ({' and '.join(late)} "
             "already did here, and they read their settings once, when they load): call "
-            f"components.numerics.pin({mode!r}) first thing in the script, or start Python with "
+            "components.numerics.pin() first thing in the script, or start Python with "
             + " ".join(f"{k}={v}" for k, v in wanted.items())
         )
     os.environ.update(wanted)
     os.environ.pop(NPY_DISABLE, None)  # numpy refuses both lists; the enabled one decides
-    if mode == PORTABLE:
-        os.environ.pop("ONEDNN_MAX_CPU_ISA", None)
 
 
 def child_env(mode: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a process started to run in `mode` (base: this process's)."""
     env = dict(os.environ if base is None else base)
-    env.pop("ONEDNN_MAX_CPU_ISA", None)  # fma's alone (and a free process's choice to make)
-    if mode in PINNED:
-        env.update(portable_env(mode))
+    if mode == PORTABLE:
+        env.update(portable_env())
         env.pop(NPY_DISABLE, None)
     else:
         for key in portable_env():
@@ -138,8 +125,8 @@ def pin_for_command(
     is left for the tool's own argument check to refuse."""
     argv = sys.argv[1:] if argv is None else list(argv)
     mode = requested(argv) or recorded(resumed(argv)) or default
-    if mode in PINNED:
-        pin(mode)
+    if mode == PORTABLE:
+        pin()
     return mode
 
 
@@ -149,15 +136,12 @@ def state() -> dict[str, object]:
     import numpy as np
     import torch
 
-    from components import products
-
     numpy_features = _numpy_dispatch()
     record: dict[str, object] = {
         "mkl_cbwr": _mkl_branch(torch),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "numpy_dispatch": numpy_features,
         "torch_threads": torch.get_num_threads(),
-        "products": "fma" if products.installed() else "mkl",
         "torch": torch.__version__,
         "numpy": np.__version__,
         "mujoco": _version("mujoco"),
@@ -170,50 +154,32 @@ def state() -> dict[str, object]:
         and not numpy_features
         and record["torch_threads"] == 1
     )
-    if not portable:
-        found = FREE
-    elif not products.installed():
-        found = PORTABLE
-    else:  # the chains are oneDNN's AVX2 kernel's only while its ISA is capped
-        found = FMA if os.environ.get("ONEDNN_MAX_CPU_ISA") == "AVX2" else FREE
-    return {"mode": found, **record}
+    return {"mode": PORTABLE if portable else FREE, **record}
 
 
 def mode() -> str:
-    """The pinned mode this process's libraries take ('portable' or 'fma'), else 'free'."""
+    """'portable' where this process's libraries take the portable path, else 'free'."""
     return str(state()["mode"])
 
 
 def require(wanted: str) -> dict[str, object]:
-    """`state()`, having checked that it is `wanted`'s; a clear error where pinned numerics
-    were asked for and do not hold (a setting lost on the way, a CPU without AVX2). `fma` puts
-    its products in place here (components/products.py), once the rest is found pinned."""
+    """`state()`, having checked that it is `wanted`'s; a clear error where portable numerics
+    were asked for and do not hold (a setting lost on the way, a CPU without AVX2)."""
     if wanted not in MODES:
         raise NumericsError(f"numerics {wanted!r}: expected one of {', '.join(MODES)}")
     found = state()
-    if wanted in PINNED and found["mode"] != wanted:
+    if wanted == PORTABLE and found["mode"] != PORTABLE:
         wrong = {
             "MKL_CBWR": (found["mkl_cbwr"], "COMPATIBLE"),
             "PyTorch's CPU kernels": (found["torch_cpu_capability"], "AVX2"),
             "numpy's dispatched loops": (found["numpy_dispatch"] or "none", "none"),
             "torch threads": (found["torch_threads"], 1),
-            "ONEDNN_MAX_CPU_ISA": (
-                os.environ.get("ONEDNN_MAX_CPU_ISA", "unset"),
-                "AVX2" if wanted == FMA else os.environ.get("ONEDNN_MAX_CPU_ISA", "unset"),
-            ),
-            "products": (found["products"], "fma" if wanted == FMA else "mkl"),
         }
-        if wanted == FMA and found["mode"] == PORTABLE and wrong["ONEDNN_MAX_CPU_ISA"][0] == "AVX2":
-            from components import products
-
-            products.install()
-            return state()
         said = "; ".join(f"{k} {v!r} (expected {e!r})" for k, (v, e) in wrong.items() if v != e)
         raise NumericsError(
-            f"{wanted} numerics were asked for but do not hold in this process: {said}. "
-            f"They are set before torch and numpy load (components.numerics.pin({wanted!r})), "
-            "and a process keeps the products it started with; PyTorch's AVX2 kernels need a "
-            "CPU with AVX2"
+            f"portable numerics were asked for but do not hold in this process: {said}. "
+            "They are set before torch and numpy load (components.numerics.pin()); PyTorch's "
+            "AVX2 kernels need a CPU with AVX2"
         )
     return found
 

@@ -1358,7 +1358,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "study with unknown numerics": (
         study(GOOD_STUDY + 'numerics = "exact"\n'),
-        "`numerics` 'exact': expected 'portable', 'fma' or 'free'",
+        "`numerics` 'exact': expected 'portable' or 'free'",
     ),
     "study with threads per run under portable numerics": (
         study(GOOD_STUDY + "threads_per_run = 2\n"),

@@ -8,9 +8,9 @@ import sys
 from components import numerics
 from components.outputs.run_record import recorded_numerics
 
-# a run trained with pinned numerics is analysed with them (set before torch loads)
-if recorded_numerics(sys.argv[1:]) in numerics.PINNED:
-    numerics.pin(recorded_numerics(sys.argv[1:]))
+# a run trained with portable numerics is analysed with them (set before torch loads)
+if recorded_numerics(sys.argv[1:]) == numerics.PORTABLE:
+    numerics.pin()
 
 from components.cli.analyze import main
 

@@ -214,7 +214,7 @@ def _read(path: Path) -> dict:
 
 
 def portable() -> bool:
-    return numerics.mode() in numerics.PINNED
+    return numerics.mode() == numerics.PORTABLE
 
 
 class StepPrecision:

@@ -14,11 +14,6 @@ change in the machine's speed reaches both alike; every figure is a ratio within
   command), free in one piece on all cores against portable in its two blocks on one worker
   process per core (how a build runs now), and portable in one piece on one worker (the
   numerics alone, without the blocks' parallelism).
-
-The same steps and updates also run with the `fma` numerics (portable, its products as FMA
-chains: components/products.py), beside portable. Its builds are not timed: the short
-Sparse-Point-Robot build trains each task's own networks, batched by tens, whose products keep
-MKL's portable branch under `fma` too (it builds the same bytes as `portable`).
 """
 
 from __future__ import annotations
@@ -113,9 +108,7 @@ def _env(mode: str) -> dict[str, str]:
 
 def _measure_steps(mode: str, quick: bool) -> dict[str, float]:
     script = (
-        "import json\nfrom components import numerics\n"
-        f"numerics.require({mode!r})  # fma's products are put in place here\n"
-        "from components.benchmarks.numerics import step_times\n"
+        "import json\nfrom components.benchmarks.numerics import step_times\n"
         f"print(json.dumps(step_times({quick})))\n"
     )
     proc = subprocess.run(
@@ -157,7 +150,7 @@ def _measure_build(name: str, quick: bool) -> float:
 
 def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     rounds = 1 if quick else 3
-    steps: dict[str, list[dict[str, float]]] = {mode: [] for mode in numerics.MODES}
+    steps: dict[str, list[dict[str, float]]] = {numerics.FREE: [], numerics.PORTABLE: []}
     builds: dict[str, list[float]] = {name: [] for name in BUILDS}
     for _ in range(rounds):
         for mode, kept in steps.items():
@@ -172,15 +165,12 @@ def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     for row, config in names.items():
         free = float(np.median([r[row] for r in steps[numerics.FREE]]))
         pinned = float(np.median([r[row] for r in steps[numerics.PORTABLE]]))
-        fma = float(np.median([r[row] for r in steps[numerics.FMA]]))
         rows.append(
             {
                 "config": config,
                 "free_ms": free,
                 "portable_ms": pinned,
                 "portable_vs_free": pinned / free,
-                "fma_ms": fma,
-                "fma_vs_free": fma / free,
                 "rounds": rounds,
                 "machine": cpu,
             }
@@ -198,15 +188,13 @@ def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             }
         )
     _table(
-        f"numerics: portable and fma against free, {rounds} alternated rounds ({cpu})",
+        f"numerics: portable against free, {rounds} alternated rounds ({cpu})",
         rows,
         {
             "config": "{config}",
             "free ms": "{free_ms:.1f}",
             "portable ms": "{portable_ms:.1f}",
             "portable ÷ free": "{portable_vs_free:.2f}",
-            "fma ms": "{fma_ms:.1f}",
-            "fma ÷ free": "{fma_vs_free:.2f}",
             "build s": "{seconds:.1f}",
             "÷ free build": "{vs_free_build:.2f}",
         },

@@ -35,7 +35,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from components import numerics
 from components.cli.parser import ToolParser
 from components.data.build import describe
 from components.data.collect import collect, collect_shard
@@ -64,11 +63,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--merge", type=int, metavar="K", help="merge the K built shards")
     p.add_argument(
         "--numerics",
-        choices=("portable", "fma", "free"),
+        choices=("portable", "free"),
         default="portable",
-        help="portable (default): the same bytes on every x86 CPU; fma: the same on every x86 "
-        "CPU, its products as FMA chains (faster; other data than portable); free: this "
-        "machine's own kernels and threads, in this process (other data; for timing against)",
+        help="portable (default): the same bytes on every x86 CPU; free: this machine's own "
+        "kernels and threads, in this process (other data; for timing against)",
     )
     p.add_argument("--list", action="store_true", help="list the cached datasets")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
@@ -128,8 +126,6 @@ def execute(args: argparse.Namespace) -> int:
         )
     if args.seed is not None:
         check_seed(args.seed, "--seed")
-    if args.numerics == numerics.FMA:  # its products in place here, for what builds here
-        numerics.require(numerics.FMA)
     choices = {
         "scale": args.scale,
         "bindings": args.gin_param,

@@ -88,7 +88,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--numerics",
         choices=numerics.MODES,
         help="portable: the same bits on every x86 CPU (one thread, fp32; docs/NUMERICS.md); "
-        "fma: the same, its products as FMA chains (other bits than portable); "
         "free: each CPU's fastest kernels "
         f"(default {numerics.RUN_DEFAULT}; a resumed run: its own)",
     )

@@ -185,11 +185,13 @@ def build_in_blocks(
     ]
     todo = [job for job in jobs if not job.target.exists()]
     try:
-        if mode == numerics.FREE or (min(workers, len(todo)) <= 1 and numerics.mode() == mode):
+        if mode == numerics.FREE or (
+            min(workers, len(todo)) <= 1 and numerics.mode() == numerics.PORTABLE
+        ):
             for job in todo:  # here, one after the other: nothing to start
                 build_block(job, _offset(progress, jobs, job))
         elif todo:
-            _in_workers(todo, min(workers, len(todo)), progress, mode)
+            _in_workers(todo, min(workers, len(todo)), progress)
     finally:  # finished blocks (and resume points) are kept for the next try; nothing else
         folder = blocks_dir(path)
         if folder.is_dir() and not any(folder.iterdir()):
@@ -207,17 +209,15 @@ def _offset(progress: Progress | None, jobs: list[Block], job: Block) -> Progres
     return lambda done, total: progress(before * total + done, len(jobs) * total)
 
 
-def _in_workers(
-    todo: list[Block], workers: int, progress: Progress | None, mode: str = numerics.PORTABLE
-) -> None:
-    """Build `todo` in `workers` spawned processes of pinned numerics `mode`; the first error
+def _in_workers(todo: list[Block], workers: int, progress: Progress | None) -> None:
+    """Build `todo` in `workers` spawned processes of portable numerics; the first error
     raised in a worker is raised here."""
     config = config_text(dict(bindings()))
     modules = tuple(sorted({e.module for e in entries() if not e.module.startswith("components")}))
     todo = [Block(**{**j.__dict__, "config": config, "modules": modules}) for j in todo]
     ctx = multiprocessing.get_context("spawn")
     done = ctx.Array("q", 2 * len(todo), lock=False)  # per block: steps done, steps in all
-    with _environment(numerics.child_env(mode)):
+    with _environment(numerics.child_env(numerics.PORTABLE)):
         pool = ctx.Pool(workers, initializer=_worker_init, initargs=(done,))
     try:
         result = pool.starmap_async(_worker_build, list(enumerate(todo)), chunksize=1)

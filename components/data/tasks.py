@@ -157,14 +157,13 @@ def bound(name: str, default: Any = None) -> Any:
 def check_portable_data(dataset) -> None:
     """A run of portable numerics trains on data built with them: data of one machine would
     give its numbers on that machine only."""
-    if numerics.mode() not in numerics.PINNED:
+    if numerics.mode() != numerics.PORTABLE:
         return
     built = (dataset.manifest.get("numerics") or {}).get("mode", "unrecorded")
-    if built not in numerics.PINNED:
+    if built != numerics.PORTABLE:
         raise DatasetError(
             f"{dataset.path} was built with {built} numerics (this machine's own kernels), and "
-            f"this run has {numerics.mode()} ones, which need data built the same on every CPU "
-            "(portable or fma numerics): build it "
+            "this run has portable ones, which need data built the same on every CPU: build it "
             "into another store (task_data.root, or tools/collect.py --out) or delete it to "
             "rebuild, or run with --numerics free"
         )

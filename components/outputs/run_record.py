@@ -142,7 +142,7 @@ def recorded_numerics(run_dirs: Sequence[str | Path]) -> str | None:
         except (OSError, ValueError):
             continue
         found = record.get("numerics") if isinstance(record, dict) else None
-        if isinstance(found, dict) and found.get("mode") in ("portable", "fma", "free"):
+        if isinstance(found, dict) and found.get("mode") in ("portable", "free"):
             return found["mode"]
     return None
 

@@ -91,8 +91,8 @@ def check_one_build(runs: Sequence[dict], what: str) -> None:
 
 
 def numerics_of(run: dict) -> str:
-    """`portable` or `fma` (pinned: the same bits on every CPU), or `free`: a run recorded
-    before runs said trained free, the only numerics there were."""
+    """`portable` (pinned: the same bits on every CPU) or `free`: a run recorded before runs
+    said trained free, the only numerics there were."""
     numerics = run.get("numerics")
     return numerics.get("mode", "free") if isinstance(numerics, dict) else "free"
 

@@ -209,7 +209,7 @@ RUN_SCORES: dict[str, Check] = {
 
 # a run line's `numerics` (components/numerics.py `state`): what decided its floating point
 NUMERICS: dict[str, Check] = {
-    "mode": lambda v: None if v in ("portable", "fma", "free") else "'portable', 'fma' or 'free'",
+    "mode": lambda v: None if v in ("portable", "free") else "'portable' or 'free'",
     "mkl_cbwr": text,
     "torch_cpu_capability": text,
     "numpy_dispatch": lambda v: (
@@ -218,7 +218,6 @@ NUMERICS: dict[str, Check] = {
         else "a list of CPU feature names"
     ),
     "torch_threads": integer(1),
-    "products": lambda v: None if v in ("mkl", "fma") else "'mkl' or 'fma'",
     "torch": text,
     "numpy": text,
     "mujoco": text,

@@ -351,8 +351,8 @@ def check_choices(row: dict, where: str) -> None:
     ):
         raise bad("trained_with_seeds", "a list of seeds")
     mode = row.get("numerics", {"mode": "free"})
-    if not isinstance(mode, dict) or mode.get("mode") not in ("portable", "fma", "free"):
-        raise bad("numerics", "an object whose mode is 'portable', 'fma' or 'free'")
+    if not isinstance(mode, dict) or mode.get("mode") not in ("portable", "free"):
+        raise bad("numerics", "an object whose mode is 'portable' or 'free'")
     check_fields(mode, NUMERICS, where, DAMAGED, required=("mode",), path="numerics")
 
 

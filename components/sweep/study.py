@@ -9,8 +9,7 @@
     plugins = []                                 # optional: --plugin for every run
     retries = 1                                  # optional: re-runs of a run that died
     numerics = "portable"                        # optional: portable (default: the same bits
-                                                 # on every x86 CPU, one thread), fma (as
-                                                 # portable, faster products) or free
+                                                 # on every x86 CPU, one thread) or free
     threads_per_run = 1                          # optional: torch threads of each run (free)
     seeds_per_process = 1                        # optional: K > 1 trains each K seeds of a
                                                  # recipe in one process (tools/run.py --seeds)
@@ -337,11 +336,11 @@ def load_study(path: Path) -> Study:
         if not low <= value <= high:
             raise StudyError(f"{path}: `{key}` = {value}: expected {low} to {high:,}")
     mode = raw.get("numerics", "portable")
-    if mode not in ("portable", "fma", "free"):
-        raise StudyError(f"{path}: `numerics` {mode!r}: expected 'portable', 'fma' or 'free'")
-    if mode != "free" and raw.get("threads_per_run", 1) != 1:
+    if mode not in ("portable", "free"):
+        raise StudyError(f"{path}: `numerics` {mode!r}: expected 'portable' or 'free'")
+    if mode == "portable" and raw.get("threads_per_run", 1) != 1:
         raise StudyError(
-            f"{path}: `threads_per_run` = {raw['threads_per_run']} with {mode} numerics, which "
+            f"{path}: `threads_per_run` = {raw['threads_per_run']} with portable numerics, which "
             "run one thread per process (a thread count changes the bits): drop it, or set "
             "numerics = 'free'"
         )

@@ -16,15 +16,14 @@ from components import numerics
 from components.outputs.run_record import recorded_numerics
 from tests.conftest import ROOT
 
-COMMITTED = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())
-DIGESTS, FMA_DIGESTS = COMMITTED["datasets"], COMMITTED["fma"]
+DIGESTS = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())["datasets"]
 
 
-def collect(env: str, out: Path, extra_env: dict[str, str] | None = None, *args: str) -> str:
+def collect(env: str, out: Path, extra_env: dict[str, str] | None = None) -> str:
     """`tools/collect.py --env ENV --scale tiny` in a process of its own; the content digest."""
     tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
     proc = subprocess.run(
-        [*tool, "--env", env, "--scale", "tiny", "--out", str(out), *args],
+        [*tool, "--env", env, "--scale", "tiny", "--out", str(out)],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "250", **(extra_env or {})},
@@ -76,50 +75,6 @@ def test_what_the_cpu_would_choose_does_not_enter(tmp_path):
     assert collect("sparse_point_robot", tmp_path, other_cpu) == DIGESTS["sparse_point_robot"]
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_an_fma_build_equals_its_committed_digest(workers, tmp_path):
-    """`--numerics fma`: its own committed bytes, in the tool's process or on two workers (one
-    per block). Sparse-Cheetah-Fwd-Back's two tasks train as two-model networks, whose products
-    go by chains (components/products.py): other bytes than its portable build's."""
-    env = "sparse_cheetah_fwd_back"
-    got = collect(env, tmp_path, {numerics.WORKERS_ENV: workers}, "--numerics", "fma")
-    assert got == FMA_DIGESTS[env] != DIGESTS[env]
-    manifest = json.loads(next(tmp_path.glob(f"{env}/*/manifest.json")).read_text())
-    assert manifest["numerics"]["mode"] == "fma" and manifest["numerics"]["products"] == "fma"
-
-
-def test_fma_settings_lost_or_mixed_are_named():
-    """fma asked for without oneDNN's ISA pinned, portable asked for in a process whose products
-    are fma's, a mode pin() does not know: each refused, naming the setting."""
-    script = (
-        "import sys\n"
-        "from components import numerics\n"
-        "for wanted in sys.argv[1:]:\n"
-        "    try:\n"
-        "        numerics.require(wanted)\n"
-        "        print('held', wanted)\n"
-        "    except numerics.NumericsError as e:\n"
-        "        print(e)\n"
-    )
-    env = numerics.child_env(numerics.FMA)
-    lost = {k: v for k, v in env.items() if k != "ONEDNN_MAX_CPU_ISA"}
-    proc = subprocess.run(
-        [sys.executable, "-c", script, "fma"], capture_output=True, text=True, env=lost, cwd=ROOT
-    )
-    assert "ONEDNN_MAX_CPU_ISA 'unset' (expected 'AVX2')" in proc.stdout, proc.stderr
-    proc = subprocess.run(
-        [sys.executable, "-c", script, "fma", "portable"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
-    assert proc.stdout.startswith("held fma"), proc.stderr
-    assert "products 'fma' (expected 'mkl')" in proc.stdout
-    with pytest.raises(numerics.NumericsError, match="numerics 'free': pinned ones are portable"):
-        numerics.pin("free")
-
-
 def test_a_library_call_from_a_free_process_builds_with_portable_numerics(tmp_path):
     """Python that loaded torch without the pinned settings (a notebook): its build runs in a
     worker process that has them, and gives the committed bytes."""
@@ -156,7 +111,7 @@ def test_pinning_after_torch_has_loaded_is_refused():
     )
     assert proc.returncode != 0
     assert "portable numerics must be set before torch and numpy load" in proc.stderr
-    assert "components.numerics.pin('portable') first thing" in proc.stderr
+    assert "components.numerics.pin() first thing" in proc.stderr
 
 
 def test_lost_settings_are_named():
@@ -209,20 +164,6 @@ def test_a_portable_run_records_its_numerics_and_trains_in_fp32(tiny_data, tmp_p
     r = cli("run", *common, *bf16)
     assert r.returncode == 2 and "'bf16' with portable numerics" in r.stderr
     assert not (tmp_path / "bf16").exists()
-
-
-def test_an_fma_run_records_its_numerics_and_trains_on_portable_data(tiny_data, tmp_path):
-    from tests.conftest import cli
-
-    run = tmp_path / "run"
-    args = ["--recipe", "recipes/focal.gin", "--scale", "tiny", "--numerics", "fma"]
-    args += ["--gin_param", f"task_data.root = '{tiny_data}'", "--out", str(run)]
-    r = cli("run", *args, process=True)  # its products are the process's: not this one's
-    assert r.returncode == 0, r.stderr
-    record = json.loads((run / "run.json").read_text())
-    assert record["numerics"]["mode"] == "fma" and record["numerics"]["products"] == "fma"
-    assert record["dataset"]["numerics"] == "portable"
-    assert record["precision"]["precision"] == "fp32"
 
 
 def test_a_portable_run_refuses_data_of_one_machine(tiny_data, tmp_path):
