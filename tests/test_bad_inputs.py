@@ -1178,6 +1178,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         run_flags("--seed", "4294967296"),
         "--seed 4294967296: expected an integer seed in [0, 4294967295]",
     ),
+    "seed not a whole number": (
+        run_flags("--seed", "1.5"),
+        "argument --seed: '1.5' is not a whole number: expected an integer seed in [0, 4294967295]",
+    ),
     "dataset seed out of range": (
         binding("task_data.seed = -1"),
         "task_data.seed (the dataset's seed) = -1: expected an integer seed in [0, 4294967295]",
@@ -1329,6 +1333,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         collect("--env", "sparse_point_robot", "--merge", "1"),
         "--merge 1: expected the number K ≥ 2 of shards",
     ),
+    "collect: merge of a count in exponent form": (
+        collect("--env", "sparse_point_robot", "--merge", "1e9"),
+        "argument --merge: '1e9' is not a whole number: expected the number K ≥ 2 of shards",
+    ),
+    "collect: seed in hexadecimal": (
+        collect("--env", "sparse_point_robot", "--seed", "0x10"),
+        "argument --seed: '0x10' is not a whole number: expected an integer seed in [0,",
+    ),
     "collect: store name too long": (
         too_long_a_name("collect"),
         "is 300 bytes, longer than the 255",
@@ -1355,6 +1367,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "study given more workers than it could start": (
         study(GOOD_STUDY, "--workers", "100000"),
         "--workers 100000: expected 1 to 4,096",
+    ),
+    "study given workers in exponent form": (
+        study(GOOD_STUDY, "--workers", "1e3"),
+        "argument --workers: '1e3' is not a whole number: expected 1 to 4,096",
+    ),
+    "study given --retries in words": (
+        study(GOOD_STUDY, "--retries", "two"),
+        "argument --retries: 'two' is not a whole number: expected 0 to 100",
     ),
     "study with unknown numerics": (
         study(GOOD_STUDY + 'numerics = "exact"\n'),
@@ -1641,6 +1661,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "report with too many bootstrap replications": (
         lambda w, c: ("report", [str(w.finished), "--reps", "10000000"], [], []),
         "--reps 10000000: expected 100 to 1,000,000",
+    ),
+    "report with replications in thousands": (
+        lambda w, c: ("report", [str(w.finished), "--reps", "1k"], [], []),
+        "argument --reps: '1k' is not a whole number: expected 100 to 1,000,000",
     ),
 }
 

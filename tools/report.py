@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from components.cli.parser import ToolParser
+from components.cli.parser import ToolParser, whole_number
 from components.outputs.console import run_tool
 from components.reports.headline import headline
 from components.reports.intervals import REPS
@@ -43,7 +43,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="also write report.md and figures (PNG) here")
     p.add_argument(
         "--reps",
-        type=int,
+        type=whole_number(f"100 to {MAX_REPS:,} bootstrap replications"),
         default=REPS,
         help=f"bootstrap replications of the intervals (default {REPS})",
     )

@@ -30,7 +30,7 @@ from rich.table import Table
 
 import components.sweep.local  # registers the backends
 import components.sweep.ray_backend  # noqa: F401
-from components.cli.parser import ToolParser
+from components.cli.parser import ToolParser, whole_number
 from components.cli.run import parse_seeds
 from components.outputs.console import out, run_tool
 from components.reports.contracts import check_analyses
@@ -57,9 +57,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("study", type=Path, help="study file (TOML)")
     p.add_argument("--out", type=Path, help="study directory (default runs/studies/<name>)")
     p.add_argument("--backend", default="local", help="registered backend: local (default), ray")
-    p.add_argument("--workers", type=int, help="concurrent runs (default: cores / threads)")
+    p.add_argument(
+        "--workers",
+        type=whole_number(f"1 to {MAX_WORKERS:,}"),
+        help="concurrent runs (default: cores / threads)",
+    )
     p.add_argument("--address", help="Ray cluster address (ray backend; default: start Ray here)")
-    p.add_argument("--retries", type=int, help="override the study's retries")
+    p.add_argument(
+        "--retries", type=whole_number(f"0 to {MAX_RETRIES}"), help="override the study's retries"
+    )
     p.add_argument("--recipes", nargs="+", help="only these of the study's recipes (its rows)")
     p.add_argument("--envs", nargs="+", help="only these of the study's environments")
     p.add_argument(

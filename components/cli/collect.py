@@ -35,14 +35,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from components.cli.parser import ToolParser
+from components.cli.parser import ToolParser, whole_number
 from components.data.build import describe
 from components.data.collect import collect, collect_shard
 from components.data.store import MANIFEST, cache_root, load_dataset
 from components.outputs.console import out, run_tool
 from components.outputs.progress import progress_lines
 from registry import FocalppError, names
-from registry.constraints import check_seed
+from registry.constraints import SEED_RANGE, check_seed
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -50,7 +50,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--env", help="family name, e.g. sparse_point_robot")
     p.add_argument("--protocol", help="checkpoints (default), replay or relabeled")
     p.add_argument("--quality", help="check and summarise this quality")
-    p.add_argument("--seed", type=int, help="dataset seed (default: task_data.seed, 0)")
+    p.add_argument(
+        "--seed",
+        type=whole_number(f"an integer seed {SEED_RANGE.describe()}"),
+        help="dataset seed (default: task_data.seed, 0)",
+    )
     p.add_argument("--scale", default="cpu", help="recipes/scales/<NAME>.gin (default cpu)")
     p.add_argument(
         "--tag", help="store as <protocol>-s<seed>-<TAG> (default: the scale's dataset tag)"
@@ -60,7 +64,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--gin_param", action="append", default=[], help="binding, e.g. checkpoints.episodes = 10"
     )
     p.add_argument("--shard", help="I/K: build only shard I of K (then --merge K)")
-    p.add_argument("--merge", type=int, metavar="K", help="merge the K built shards")
+    p.add_argument(
+        "--merge",
+        type=whole_number("the number K ≥ 2 of shards"),
+        metavar="K",
+        help="merge the K built shards",
+    )
     p.add_argument(
         "--numerics",
         choices=("portable", "free"),

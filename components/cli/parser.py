@@ -12,7 +12,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+
+def whole_number(expected: str) -> Callable[[str], int]:
+    """An option's type: its text as an integer, else a refusal that says what the option
+    expects (argparse alone says "invalid int value: '1e3'", with no range). The range itself
+    is checked where the option is used, so a library call meets the same check."""
+
+    def parse(text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a whole number: expected {expected}"
+            ) from None
+
+    return parse
 
 
 class ToolParser(argparse.ArgumentParser):

@@ -46,7 +46,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import components.numerics as numerics
-from components.cli.parser import ToolParser
+from components.cli.parser import ToolParser, whole_number
 from components.evaluation.analyses import scalars
 from components.experiment.lifecycle import continue_runs, stopped_runs
 from components.experiment.lifecycle import finish_analyses as finish
@@ -55,7 +55,7 @@ from components.outputs.console import err, out, run_tool
 from components.outputs.run_record import portable
 from components.reports.contracts import check_analyses
 from registry import Composition, FocalppError, compose
-from registry.constraints import check_seed
+from registry.constraints import SEED_RANGE, check_seed
 from registry.usage import provenance
 
 
@@ -64,7 +64,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--recipe", help="recipe file (path, or name under recipes/)")
     p.add_argument("--env", help="environment column: recipes/envs/<NAME>.gin")
     p.add_argument("--scale", help="scale: recipes/scales/<NAME>.gin (default from recipe: cpu)")
-    p.add_argument("--seed", type=int, help="random seed (default from recipe: 0)")
+    p.add_argument(
+        "--seed",
+        type=whole_number(f"an integer seed {SEED_RANGE.describe()}"),
+        help="random seed (default from recipe: 0)",
+    )
     p.add_argument(
         "--seeds", type=parse_seeds, help="train these seeds in one process, e.g. 0-7 or 0,3,5"
     )

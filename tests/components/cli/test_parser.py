@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.cli.parser import ToolParser
+from components.cli.parser import ToolParser, whole_number
 
 
 def parser() -> ToolParser:
@@ -33,3 +33,24 @@ def test_an_option_followed_by_an_option_is_not_joined():
 def test_flags_positionals_and_words_after_a_double_dash_are_left_alone():
     args = parser().parse_args(["--debug", "--shard=0/2", "--", "a", "-b"])
     assert (args.debug, args.shard, args.paths) == (True, "0/2", ["a", "-b"])
+
+
+@pytest.mark.parametrize("text", ["1e3", "1.5", "two", "0x10", "", "3/2"])
+def test_a_number_that_is_not_whole_is_refused_with_what_the_option_expects(text, capsys):
+    p = ToolParser(prog="tool")
+    p.add_argument("--workers", type=whole_number("1 to 4,096"))
+    with pytest.raises(SystemExit) as stopped:
+        p.parse_args(["--workers", text])
+    assert stopped.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        message
+        == f"tool: error: argument --workers: {text!r} is not a whole number: expected 1 to 4,096"
+    )
+
+
+def test_a_whole_number_passes_unchanged_to_the_range_check():
+    p = ToolParser(prog="tool")
+    p.add_argument("--workers", type=whole_number("1 to 4,096"))
+    assert p.parse_args(["--workers", "-3"]).workers == -3  # its range is checked where it is used
+    assert p.parse_args(["--workers", "12"]).workers == 12
