@@ -1280,16 +1280,16 @@ CASES: dict[str, tuple[Prepare, str]] = {
         collect("--env", "sparse_point_robot", "--gin_param", "behaviour_sac.blocks = 0"),
         "behaviour_sac.blocks = 0",
     ),
-    "collect: blocks of a conditioned learner": (
+    "collect: a conditioned learner in more blocks than tasks": (
         collect(
             "--env",
-            "walker_params",
+            "sparse_cheetah_fwd_back",
             "--gin_param",
             "behaviour_sac.learner = 'conditioned'",
             "--gin_param",
-            "behaviour_sac.blocks = 2",
+            "behaviour_sac.blocks = 3",
         ),
-        "behaviour_sac.blocks = 2 with learner = 'conditioned'",
+        "behaviour_sac.blocks = 3, but sparse_cheetah_fwd_back has 2 tasks: expected 1 ≤ blocks",
     ),
     "collect: unknown numerics": (
         collect("--env", "sparse_point_robot", "--numerics", "exact"),

@@ -73,6 +73,11 @@ class BehaviourSettings:
             or 'conditioned' (one SAC for all tasks told each task's standardised parameters,
             `TaskConditionedSAC`: each task's policy is the network told that task; far
             cheaper where tasks are many and alike — the MuJoCo long-build scale).
+        blocks: fixed blocks of consecutive tasks, each trained on its own and built on a
+            worker of its own (components/data/blocks.py). Unbound: 2 for independent learners,
+            1 for a conditioned one; a conditioned learner in B blocks is B networks, each told
+            its own block's tasks (their parameters still standardised over the whole family),
+            so B workers build it in 1/B of the time.
     """
 
     env_steps: PositiveInt = 4_000
@@ -94,12 +99,6 @@ class BehaviourSettings:
         if self.learner not in LEARNERS:
             raise DatasetError(
                 f"behaviour_sac.learner = {self.learner!r}: expected one of {sorted(LEARNERS)}"
-            )
-        if self.learner == "conditioned" and self.blocks != 1:
-            raise DatasetError(
-                f"behaviour_sac.blocks = {self.blocks} with learner = 'conditioned': one network "
-                "learns every task together, so the tasks cannot be cut into blocks: leave "
-                "behaviour_sac.blocks unbound (1 for this learner)"
             )
 
     def settings(self) -> dict[str, Any]:

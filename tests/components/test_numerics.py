@@ -19,11 +19,12 @@ from tests.conftest import ROOT
 DIGESTS = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())["datasets"]
 
 
-def collect(env: str, out: Path, extra_env: dict[str, str] | None = None) -> str:
+def collect(env: str, out: Path, extra_env: dict[str, str] | None = None, *bindings: str) -> str:
     """`tools/collect.py --env ENV --scale tiny` in a process of its own; the content digest."""
     tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
+    extra = [word for binding in bindings for word in ("--gin_param", binding)]
     proc = subprocess.run(
-        [*tool, "--env", env, "--scale", "tiny", "--out", str(out)],
+        [*tool, "--env", env, "--scale", "tiny", "--out", str(out), *extra],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "250", **(extra_env or {})},
@@ -58,6 +59,17 @@ def test_blocks_built_side_by_side_give_the_same_bytes(tmp_path):
     assert (
         collect("walker_params", tmp_path, {numerics.WORKERS_ENV: "2"}) == DIGESTS["walker_params"]
     )
+
+
+def test_a_conditioned_learner_in_blocks_is_the_same_on_one_worker_or_two(tmp_path):
+    """A conditioned learner cut into two blocks is two networks, each its block's: built one
+    after the other or side by side, the same bytes; and other data than one network."""
+    conditioned = "behaviour_sac.learner = 'conditioned'"
+    two = (conditioned, "behaviour_sac.blocks = 2")
+    one_worker = collect("sparse_cheetah_vel", tmp_path / "a", {numerics.WORKERS_ENV: "1"}, *two)
+    two_workers = collect("sparse_cheetah_vel", tmp_path / "b", {numerics.WORKERS_ENV: "2"}, *two)
+    whole = collect("sparse_cheetah_vel", tmp_path / "c", {numerics.WORKERS_ENV: "2"}, conditioned)
+    assert one_worker == two_workers != whole
 
 
 def test_what_the_cpu_would_choose_does_not_enter(tmp_path):
