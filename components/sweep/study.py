@@ -274,6 +274,8 @@ class Study:
 
 
 REQUIRED = {"name": str, "recipes": list, "envs": list, "seeds": list}
+KIND_WORDS = {str: "a string", list: "a list", int: "a whole number", dict: "a table"}
+ITEM_WORDS = {str: "strings", int: "whole numbers"}
 OPTIONAL = {
     "scale": str,
     "bindings": list,
@@ -307,12 +309,12 @@ def load_study(path: Path) -> Study:
     for key, kind in {**REQUIRED, **OPTIONAL}.items():
         if key not in raw:
             if key in REQUIRED:
-                raise StudyError(f"{path}: missing `{key}` ({kind.__name__})")
+                raise StudyError(f"{path}: missing `{key}` ({KIND_WORDS[kind]})")
             continue
         value = raw[key]
         if not isinstance(value, kind) or isinstance(value, bool):
             raise StudyError(
-                f"{path}: `{key}` must be a {kind.__name__}, got {type(value).__name__} {value!r}"
+                f"{path}: `{key}` must be {KIND_WORDS[kind]}, got {type(value).__name__} {value!r}"
             )
     for key in ("recipes", "envs", "bindings", "plugins", "analyses"):
         _check_items(path, key, raw.get(key, []), str)
@@ -388,7 +390,7 @@ def load_study(path: Path) -> Study:
 def _check_items(path: Path, key: str, items: list, kind: type) -> None:
     bad = [v for v in items if not isinstance(v, kind) or isinstance(v, bool)]
     if bad:
-        raise StudyError(f"{path}: `{key}` must list {kind.__name__}s, got {bad[0]!r}")
+        raise StudyError(f"{path}: `{key}` must list {ITEM_WORDS[kind]}, got {bad[0]!r}")
 
 
 def check_recorded(kept: list[dict], runs: list[RunSpec], records: Path | None) -> None:
