@@ -103,12 +103,14 @@ def dataset_of(run: dict) -> str:
     return dataset.get("content_sha256") or UNKNOWN if isinstance(dataset, dict) else UNKNOWN
 
 
-# bindings a comparison does not read as such: the precision is compared as the precision that
-# ran (a row pinned to fp32 and one whose 'auto' chose fp32 trained alike); the test-context
-# protocols scored beside the offline context at the last meta-test come after its score and
-# leave it alone to the bit (tests/components/evaluation/test_test_contexts.py), unless they are
-# scored at every meta-test
-NOT_READ = ("loop.precision",)
+# bindings a comparison does not read as such, each compared as what it decided: the precision
+# as the precision that ran (a row pinned to fp32 and one whose 'auto' chose fp32 trained alike),
+# `loop.steps` as the gradient steps the run made (`steps`: MBML's teacher phase counts on top of
+# loop.steps, so its run binds fewer for the same budget); the test-context protocols scored
+# beside the offline context at the last meta-test come after its score and leave it alone to
+# the bit (tests/components/evaluation/test_test_contexts.py), unless they are scored at every
+# meta-test
+NOT_READ = ("loop.precision", "loop.steps")
 FINAL_READINGS, EVERY_TIME = "meta_test.protocols", "meta_test.protocols_every_time"
 
 
@@ -119,10 +121,15 @@ def bindings_of(run: dict) -> tuple[str, ...] | str:
     if not isinstance(bindings, list):
         return UNKNOWN
     given = [" ".join(b.split()) for b in bindings if isinstance(b, str)]
-    skipped = NOT_READ
-    if not any(b.startswith(EVERY_TIME) for b in given):
-        skipped += (FINAL_READINGS + " ", FINAL_READINGS + "=")
-    return tuple(sorted(b for b in given if not b.startswith(skipped)))
+    skipped = set(NOT_READ)
+    if EVERY_TIME not in map(_bound, given):
+        skipped.add(FINAL_READINGS)
+    return tuple(sorted(b for b in given if _bound(b) not in skipped))
+
+
+def _bound(binding: str) -> str:
+    """The name a binding sets: 'loop.steps' of 'loop.steps = 8_000'."""
+    return binding.split("=", 1)[0].strip()
 
 
 # what the sides of a comparison must share: (the field's name, how a run says it)

@@ -117,3 +117,17 @@ def test_provenance_gaps_name_what_some_run_did_not_record():
     assert provenance_gaps([full, old]) == "digest, torch"
     unknown = {**full, "cpu": "unknown", "precision": "unknown"}
     assert provenance_gaps([unknown]) == "CPU, precision"
+
+
+def test_the_steps_binding_is_read_as_the_steps_that_ran():
+    """MBML binds loop.steps = 8,000 and makes 12,000 gradient steps (its teacher phase counts
+    on top): against a row that made 12,000 it is one budget; a binding that changes the steps
+    made is refused as steps; a binding whose name merely begins alike is read."""
+    teacher_first = line("m", bindings=["loop.precision = 'fp32'", "loop.steps = 8_000"])
+    check_sides({"FOCAL": [line("f")], "MBML": [teacher_first]}, "a reading")
+    shorter = line("s", bindings=["loop.steps = 3_000"], eval={"steps": 3000})
+    with pytest.raises(FocalppError, match="in steps: 6,000"):
+        check_sides({"FOCAL": [line("f")], "short": [shorter]}, "a reading")
+    alike = line("a", bindings=["loop.precision = 'fp32'", "loop.steps_between = 2"])
+    with pytest.raises(FocalppError, match="in bindings"):
+        check_sides({"FOCAL": [line("f")], "other": [alike]}, "a reading")
