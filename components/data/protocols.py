@@ -77,7 +77,7 @@ class BehaviourSettings:
             worker of its own (components/data/blocks.py). Unbound: 2 for independent learners,
             1 for a conditioned one; a conditioned learner in B blocks is B networks, each told
             its own block's tasks (their parameters still standardised over the whole family),
-            so B workers build it in 1/B of the time.
+            so each of B workers does about a B-th of the arithmetic.
     """
 
     env_steps: PositiveInt = 4_000
