@@ -31,6 +31,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 
+from components import vector_math
+
 PORTABLE, FREE = "portable", "free"
 MODES = (PORTABLE, FREE)
 ENV = "FOCALPP_NUMERICS"  # set by pin(): how a child process knows its parent asked for it
@@ -154,6 +156,9 @@ def state() -> dict[str, object]:
         and not numpy_features
         and record["torch_threads"] == 1
     )
+    if portable:  # MKL's vector math for the few functions whose kernels round by vendor
+        vector_math.install()
+    record["vector_math"] = "portable" if vector_math.installed() else "mkl"
     return {"mode": PORTABLE if portable else FREE, **record}
 
 
