@@ -11,9 +11,14 @@ on all of them:
   promises that only among Intel CPUs, and on an AMD EPYC it does round otherwise);
 - PyTorch's AVX2 kernels (`ATEN_CPU_CAPABILITY`), so CPUs with and without AVX-512 vectorise
   alike;
-- numpy's baseline loops, none of its run-time dispatched ones (`NPY_ENABLE_CPU_FEATURES`);
-- one thread per process (`OMP_NUM_THREADS`, `MKL_NUM_THREADS`): a thread count splits sums
-  differently. Parallel work runs in processes instead (a dataset's blocks: docs/NUMERICS.md).
+- numpy's baseline loops, none of its run-time dispatched ones (`NPY_ENABLE_CPU_FEATURES`), and
+  its OpenBLAS's AVX2 kernels (`OPENBLAS_CORETYPE`), which it would otherwise choose by the CPU;
+- one thread per process (`OMP_NUM_THREADS`, `MKL_NUM_THREADS`, `OPENBLAS_NUM_THREADS`): a
+  thread count splits sums differently. Parallel work runs in processes instead (a dataset's
+  blocks: docs/NUMERICS.md);
+- PyTorch's sqrt, log2, log10, tan, atan, asin and acos (and float64 log) on kernels of their
+  own (components/vector_math.py): MKL's start from approximate reciprocal instructions, whose
+  bits differ between Intel and AMD.
 
 The libraries read these settings once, when they load, so they must be in the environment
 before torch or numpy is imported: `pin()` puts them there (the command-line tools call it
@@ -40,6 +45,8 @@ RUN_DEFAULT = FREE  # a run's numerics where none are asked for (docs/NUMERICS.m
 WORKERS_ENV = "FOCALPP_BUILD_WORKERS"  # caps the worker processes of a dataset build
 NPY_DISABLE = "NPY_DISABLE_CPU_FEATURES"
 NUMPY_BASELINE = "X86_V2"  # numpy 2.4's x86-64 baseline: enabling it alone enables no dispatch
+OPENBLAS_CORE = "Haswell"  # numpy's OpenBLAS: its AVX2 + FMA kernels, whatever else the CPU has
+THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 class NumericsError(RuntimeError):
@@ -53,8 +60,10 @@ def portable_env() -> dict[str, str]:
         "MKL_CBWR": "COMPATIBLE",
         "ATEN_CPU_CAPABILITY": "avx2",
         "NPY_ENABLE_CPU_FEATURES": NUMPY_BASELINE,
+        "OPENBLAS_CORETYPE": OPENBLAS_CORE,
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
     }
 
 
@@ -93,7 +102,7 @@ def child_env(mode: str, base: Mapping[str, str] | None = None) -> dict[str, str
         env.pop(NPY_DISABLE, None)
     else:
         for key in portable_env():
-            if key not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            if key not in THREADS:
                 env.pop(key, None)
     return env
 
@@ -143,6 +152,7 @@ def state() -> dict[str, object]:
         "mkl_cbwr": _mkl_branch(torch),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "numpy_dispatch": numpy_features,
+        "openblas": _openblas(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "numpy": np.__version__,
@@ -154,6 +164,7 @@ def state() -> dict[str, object]:
         and record["mkl_cbwr"] == "COMPATIBLE"
         and record["torch_cpu_capability"] == "AVX2"
         and not numpy_features
+        and record["openblas"] in (f"{OPENBLAS_CORE}, 1 thread", "not used")
         and record["torch_threads"] == 1
     )
     if portable:  # MKL's vector math for the few functions whose kernels round by vendor
@@ -178,6 +189,7 @@ def require(wanted: str) -> dict[str, object]:
             "MKL_CBWR": (found["mkl_cbwr"], "COMPATIBLE"),
             "PyTorch's CPU kernels": (found["torch_cpu_capability"], "AVX2"),
             "numpy's dispatched loops": (found["numpy_dispatch"] or "none", "none"),
+            "numpy's OpenBLAS": (found["openblas"], f"{OPENBLAS_CORE}, 1 thread"),
             "torch threads": (found["torch_threads"], 1),
         }
         said = "; ".join(f"{k} {v!r} (expected {e!r})" for k, (v, e) in wrong.items() if v != e)
@@ -217,6 +229,24 @@ def _numpy_dispatch() -> list[str]:
     except ImportError:  # numpy < 2
         from numpy.core import _multiarray_umath as umath
     return sorted(f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f))
+
+
+def _openblas() -> str:
+    """The kernels and threads of the OpenBLAS numpy carries (asked of OpenBLAS itself), or "not
+    used" where numpy links another BLAS."""
+    import ctypes
+    from pathlib import Path
+
+    import numpy as np
+
+    libs = sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("libscipy_openblas*.so"))
+    if not libs:
+        return "not used"
+    lib = ctypes.CDLL(str(libs[0]))
+    lib.scipy_openblas_get_corename64_.restype = ctypes.c_char_p
+    core = lib.scipy_openblas_get_corename64_().decode()
+    threads = lib.scipy_openblas_get_num_threads64_()
+    return f"{core}, {threads} thread{'s' if threads != 1 else ''}"
 
 
 def _version(package: str) -> str:

@@ -46,6 +46,8 @@ def test_the_suite_runs_with_portable_numerics():
     assert state["mode"] == numerics.PORTABLE, state
     assert state["mkl_cbwr"] == "COMPATIBLE" and state["torch_cpu_capability"] == "AVX2"
     assert state["numpy_dispatch"] == [] and state["torch_threads"] == 1
+    assert state["openblas"] in ("Haswell, 1 thread", "not used")
+    assert state["vector_math"] == "portable"
 
 
 @pytest.mark.parametrize("env", sorted(DIGESTS))
@@ -74,7 +76,8 @@ def test_a_conditioned_learner_in_blocks_is_the_same_on_one_worker_or_two(tmp_pa
 
 def test_what_the_cpu_would_choose_does_not_enter(tmp_path):
     """The settings another CPU's libraries take by themselves (an AVX2-only CPU's MKL and
-    oneDNN kernels, two threads, numpy's AVX2 loops) are overridden by the pinned ones."""
+    oneDNN kernels, two threads, numpy's AVX2 loops, OpenBLAS's AVX-512 kernels) are overridden
+    by the pinned ones."""
     other_cpu = {
         "MKL_ENABLE_INSTRUCTIONS": "AVX2",
         "ONEDNN_MAX_CPU_ISA": "AVX2",
@@ -83,6 +86,8 @@ def test_what_the_cpu_would_choose_does_not_enter(tmp_path):
         "MKL_NUM_THREADS": "2",
         "ATEN_CPU_CAPABILITY": "default",
         "MKL_CBWR": "AUTO",
+        "OPENBLAS_CORETYPE": "SkylakeX",
+        "OPENBLAS_NUM_THREADS": "2",
     }
     assert collect("sparse_point_robot", tmp_path, other_cpu) == DIGESTS["sparse_point_robot"]
 
