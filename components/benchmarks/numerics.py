@@ -100,8 +100,8 @@ def _env(mode: str) -> dict[str, str]:
     """A measuring process's environment: portable, or free with torch's own thread count."""
     env = numerics.child_env(mode)
     if mode == numerics.FREE:
-        env.pop("OMP_NUM_THREADS", None)
-        env.pop("MKL_NUM_THREADS", None)
+        for threads in numerics.THREADS:
+            env.pop(threads, None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
 
