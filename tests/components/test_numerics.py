@@ -131,7 +131,17 @@ def test_pinning_after_torch_has_loaded_is_refused():
     assert "components.numerics.pin() first thing" in proc.stderr
 
 
-def test_lost_settings_are_named():
+@pytest.mark.parametrize(
+    "setting, said",
+    [
+        (("ATEN_CPU_CAPABILITY", "default"), "PyTorch's CPU kernels 'DEFAULT' (expected 'AVX2')"),
+        (
+            ("OPENBLAS_CORETYPE", "Sandybridge"),
+            "numpy's OpenBLAS 'Sandybridge, 1 thread' (expected 'Haswell, 1 thread')",
+        ),
+    ],
+)
+def test_lost_settings_are_named(setting, said):
     """A process asked for portable numerics that runs otherwise says which setting is off."""
     script = (
         "from components import numerics\n"
@@ -141,11 +151,11 @@ def test_lost_settings_are_named():
         "    print(e)\n"
     )
     env = numerics.child_env(numerics.PORTABLE)
-    env["ATEN_CPU_CAPABILITY"] = "default"
+    env[setting[0]] = setting[1]
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT
     )
-    assert "PyTorch's CPU kernels 'DEFAULT' (expected 'AVX2')" in proc.stdout, proc.stderr
+    assert said in proc.stdout, proc.stderr
     with pytest.raises(numerics.NumericsError, match="numerics 'exact': expected one of"):
         numerics.require("exact")
 
