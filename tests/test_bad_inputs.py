@@ -1633,6 +1633,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         record_of(lambda rows: rows[0]["numerics"].update(torch_threads=0)),
         "runs.jsonl line 1 has numerics.torch_threads = 0, expected an integer ≥ 1",
     ),
+    "report of a record with unknown vector math": (
+        record_of(lambda rows: rows[0]["numerics"].update(vector_math="fast")),
+        "runs.jsonl line 1 has numerics.vector_math = 'fast', expected 'portable' or 'mkl'",
+    ),
     "report of a record whose meta-test has a success rate below zero": (
         record_of(lambda rows: rows[0].update(success_rate=-0.25), "meta_tests.jsonl"),
         "meta_tests.jsonl line 1 has success_rate = -0.25, expected a number in [0, 1]",

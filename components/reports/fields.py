@@ -217,9 +217,11 @@ NUMERICS: dict[str, Check] = {
         if isinstance(v, list) and all(isinstance(x, str) for x in v)
         else "a list of CPU feature names"
     ),
+    "openblas": text,  # numpy's OpenBLAS: its kernels and threads (recorded since 2026-12-06)
     "torch_threads": integer(1),
     "torch": text,
     "numpy": text,
     "mujoco": text,
     "libc": text,
+    "vector_math": lambda v: None if v in ("portable", "mkl") else "'portable' or 'mkl'",
 }
