@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 
-from components import vector_math
+import components.vector_math as vector_math
 
 PORTABLE, FREE = "portable", "free"
 MODES = (PORTABLE, FREE)
