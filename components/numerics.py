@@ -243,10 +243,14 @@ def _openblas() -> str:
     if not libs:
         return "not used"
     lib = ctypes.CDLL(str(libs[0]))
-    lib.scipy_openblas_get_corename64_.restype = ctypes.c_char_p
-    core = lib.scipy_openblas_get_corename64_().decode()
-    threads = lib.scipy_openblas_get_num_threads64_()
-    return f"{core}, {threads} thread{'s' if threads != 1 else ''}"
+    for suffix in ("64_", ""):  # the 64-bit-integer build's names, then the 32-bit one's
+        corename = getattr(lib, f"scipy_openblas_get_corename{suffix}", None)
+        num_threads = getattr(lib, f"scipy_openblas_get_num_threads{suffix}", None)
+        if corename is not None and num_threads is not None:
+            corename.restype = ctypes.c_char_p
+            threads = num_threads()
+            return f"{corename().decode()}, {threads} thread{'s' if threads != 1 else ''}"
+    return "unknown"  # an OpenBLAS that cannot be asked: portable numerics refuse it by name
 
 
 def _version(package: str) -> str:
