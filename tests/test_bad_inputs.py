@@ -252,16 +252,20 @@ def study_binding_nothing(world: World, case: Path):
     return "sweep", [str(path), "--out", str(out), "--workers", "1"], runs, []
 
 
-def other_study(world: World, case: Path):
-    """A study directory made by a study with other bindings."""
+def other_study(world: World, case: Path, **spec):
+    """A study directory made by a study with other bindings (or other `spec` fields)."""
     out = case / "study"
     out.mkdir()
-    (out / "study.json").write_text(
-        json.dumps({"scale": "cpu", "bindings": ["loop.steps = 5"], "plugins": []})
-    )
+    before = {"scale": "cpu", "bindings": ["loop.steps = 5"], "plugins": [], "numerics": "portable"}
+    (out / "study.json").write_text(json.dumps({**before, **spec}))
     path = case / "study.toml"
     path.write_text(GOOD_STUDY)
     return "sweep", [str(path), "--out", str(out)], [out / "runs", out / "index.json"], []
+
+
+def other_numerics(world: World, case: Path):
+    """A study directory whose runs ran with the other numerics: only they differ."""
+    return other_study(world, case, bindings=[], numerics="free")
 
 
 def collect(*args: str) -> Prepare:
@@ -1412,6 +1416,7 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "study on an unknown backend": (study(GOOD_STUDY, "--backend", "slurm"), "slurm"),
     "study directory of another study": (other_study, "other bindings"),
+    "study directory of other numerics": (other_numerics, "other numerics (numerics: 'free')"),
     "study with a seed beyond 32 bits": (
         study(GOOD_STUDY.replace("seeds = [0]", "seeds = [0, 4294967296]")),
         "`seeds` lists seed = 4294967296: expected an integer seed in [0, 4294967295]",

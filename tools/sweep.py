@@ -8,7 +8,8 @@ Each run is `tools/run.py` in its own process, in `<out>/runs/<recipe>-<env>-s<s
 Finished runs are skipped and interrupted ones resumed, so running a study again continues it.
 A run that dies (killed, crashed) is resumed up to `retries` times; one refused for bad input
 is not retried. `<out>/index.json` lists every run's status, attempts, failure reason and final
-numbers; `python tools/report.py <out>` tabulates it. Exit status 0 only if every run finished.
+numbers (of every part of a study run into `<out>` in parts); `python tools/report.py <out>`
+tabulates it. Exit status 0 only if every run finished.
 The default `--out` is runs/studies/<study name>. With `--records DIR` the study lands in one
 step: runs that DIR's compact record holds are not trained again, and once the study has run,
 its other finished runs are added to the record (`--logs`: with their training logs) and the
@@ -127,6 +128,7 @@ def execute(args: argparse.Namespace) -> int:
     index = run_study(
         study, target, backend, backend_name=args.backend, on_outcome=show, recorded=recorded
     )
+    index = this_part(index, {spec.name for spec in runs})
     table = Table(title=f"{study.name} ({args.backend})", title_justify="left")
     for column in ("run", "status", "attempts", "test return", "reason"):
         table.add_column(column)
@@ -187,6 +189,18 @@ def only(study, field: str, named: Sequence) -> tuple | dict:
     if isinstance(listed, dict):
         return {name: extra for name, extra in listed.items() if name in named}
     return tuple(item for item in listed if item in named)
+
+
+def this_part(index: dict, names: set[str]) -> dict:
+    """The index narrowed to the runs this invocation named: the folder's index also lists
+    the runs of the study's other parts (`--recipes`, `--seeds`, ...), whose failures,
+    table rows and records are theirs."""
+    return {
+        **index,
+        "runs": [r for r in index["runs"] if r["name"] in names],
+        "failed": [name for name in index["failed"] if name in names],
+        "analyses_failed": [name for name in index["analyses_failed"] if name in names],
+    }
 
 
 def record(index: dict, target: Path, args, kept: list[dict], plugins: Sequence[str]) -> None:

@@ -26,7 +26,7 @@ from registry.renames import renamed_binding
 
 INDEX = "index.json"
 # What a run's result depends on: a study directory refuses a spec that changes these.
-RUN_SHAPING = ("scale", "bindings", "plugins")  # variants may grow: their runs are named
+RUN_SHAPING = ("scale", "bindings", "plugins", "numerics")  # variants may grow: runs are named
 
 
 def run_study(
@@ -50,7 +50,7 @@ def run_study(
     """
     out = Path(out).absolute()  # a job runs in `cwd`, which need not be the tool's own
     cwd = str(Path.cwd())
-    _claim(out, study)
+    folder = _claim(out, study)
     (out / HALT).unlink(missing_ok=True)  # a halt of an earlier invocation: fixed since
     before = {r["name"]: r for r in read_index(out)["runs"]} if (out / INDEX).is_file() else {}
     datasets: dict[str, Outcome] = {}
@@ -111,7 +111,7 @@ def run_study(
                 spec.name, "failed", "not started", f"dataset not built: {unbuilt[spec.env]}"
             )
             attempts[spec.name] = 0
-    index = _index(study, backend_name, out, final, attempts, before, datasets, analysed)
+    index = _index(study, folder, backend_name, out, final, attempts, before, datasets, analysed)
     atomic_write_text(out / INDEX, json.dumps(index, indent=1))
     (out / HALT).unlink(missing_ok=True)
     return index
@@ -167,9 +167,11 @@ def _with_retries(backend, jobs: list[Job], retries: int, on_outcome):
     return final, attempts
 
 
-def _claim(out: Path, study: Study) -> None:
+def _claim(out: Path, study: Study) -> dict[str, Any]:
     """Create the study directory, or check that an existing one was made by a compatible
-    spec (more recipes, envs or seeds are fine; other bindings would mix results)."""
+    spec (more recipes, envs or seeds are fine; other bindings would mix results). Returns the
+    folder's spec: the study's, its recipes, envs, seeds and variants joined with those of the
+    parts run into it before (`--recipes`, `--seeds`, ...)."""
     make_dirs(out, "study directory")  # a file in the way or too long a name is refused
     spec_file = out / "study.json"
     if spec_file.is_file():
@@ -189,7 +191,24 @@ def _claim(out: Path, study: Study) -> None:
                 f"({', '.join(f'{k}: {before.get(k)!r}' for k in changed)}); its finished runs "
                 "would be mixed with new ones. Choose another --out"
             )
-    atomic_write_text(spec_file, json.dumps(study.to_dict(), indent=1))
+        spec = _joined(before, study.to_dict())
+    else:
+        spec = study.to_dict()
+    atomic_write_text(spec_file, json.dumps(spec, indent=1))
+    return spec
+
+
+def _joined(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """`now` with the rows, environments, seeds and variants an earlier part of the study in
+    the same folder ran (the earlier ones first, in their order)."""
+    spec = dict(now)
+    for field in ("recipes", "envs", "seeds"):
+        earlier = before.get(field)
+        if isinstance(earlier, list):
+            spec[field] = list(dict.fromkeys([*earlier, *now[field]]))
+    if isinstance(before.get("variants"), dict) and now.get("variants") is not None:
+        spec["variants"] = {**before["variants"], **now["variants"]}
+    return spec
 
 
 def _read_spec(path: Path) -> dict[str, Any]:
@@ -213,8 +232,12 @@ def _unanalysed(run_dir: Path, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(lacking))
 
 
-def _index(study, backend_name, out, final, attempts, before, datasets, analysed) -> dict[str, Any]:
-    """The index; a run skipped as finished keeps how it got there from the previous index."""
+def _index(
+    study, folder, backend_name, out, final, attempts, before, datasets, analysed
+) -> dict[str, Any]:
+    """The index; a run skipped as finished keeps how it got there from the previous index,
+    and the runs of earlier parts of the study in this folder that this part does not name
+    keep their entries (a study run in parts lists every part's runs)."""
     runs, unanalysed = [], []
     for spec in study.runs():
         outcome = final[spec.name]
@@ -248,9 +271,16 @@ def _index(study, backend_name, out, final, attempts, before, datasets, analysed
             if entry["analyses"] != "done":
                 unanalysed.append(spec.name)
         runs.append(entry)
+    named = {entry["name"] for entry in runs}
+    runs += [entry for name, entry in before.items() if name not in named]
+    unanalysed += [
+        name
+        for name, entry in before.items()
+        if name not in named and entry.get("analyses", "done") != "done"
+    ]
     failed = [r["name"] for r in runs if r["status"] != "done"]
     index = {
-        "study": study.to_dict(),
+        "study": folder,
         "backend": backend_name,
         "done": len(runs) - len(failed),
         "failed": failed,

@@ -111,6 +111,36 @@ def test_killed_worker_is_reported_then_resumed_by_running_again(tiny_data, tmp_
     assert "focal-sparse_point_robot-s1: done, skipped" in again.stdout
 
 
+def test_a_study_run_in_parts_lists_every_part(tiny_data, tmp_path):
+    """Seeds 0 then seed 1 into one folder: its index and spec list both parts' runs, each
+    invocation reports its own part, and a record made from the folder holds both runs. A part
+    with other numerics is refused before it trains: its runs would be other arithmetic."""
+    study = write_study(tmp_path / "study.toml", tiny_data, seeds=(0, 1), steps=40)
+    out = tmp_path / "study"
+    first = cli("sweep", str(study), "--out", str(out), "--seeds", "0")
+    assert first.returncode == 0, first.stderr
+    second = cli("sweep", str(study), "--out", str(out), "--seeds", "1")
+    assert second.returncode == 0, second.stderr
+    assert "focal-sparse_point_robot-s1" in second.stdout
+    assert "focal-sparse_point_robot-s0" not in second.stdout  # the other part's run
+    index = json.loads((out / "index.json").read_text())
+    assert [(r["name"], r["status"]) for r in index["runs"]] == [
+        ("focal-sparse_point_robot-s1", "done"),
+        ("focal-sparse_point_robot-s0", "done"),
+    ]
+    assert index["done"] == 2 and index["study"]["seeds"] == [0, 1]
+    assert json.loads((out / "study.json").read_text())["seeds"] == [0, 1]
+    r = cli("records", str(out), "--out", str(tmp_path / "record"))
+    assert r.returncode == 0, r.stderr
+    recorded = (tmp_path / "record" / "runs.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["seed"] for line in recorded) == [0, 1]
+
+    study.write_text(study.read_text() + 'numerics = "free"\n')
+    other = cli("sweep", str(study), "--out", str(out), "--seeds", "1")
+    assert other.returncode == 2
+    assert "other numerics" in other.stderr and "'portable'" in other.stderr
+
+
 def test_a_run_that_dies_is_retried_within_the_study(tiny_data, tmp_path):
     study = write_study(tmp_path / "study.toml", tiny_data, seeds=(0,), retries=1)
     out = tmp_path / "study"
