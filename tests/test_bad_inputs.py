@@ -1642,6 +1642,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
         record_of(lambda rows: rows[0]["numerics"].update(vector_math="fast")),
         "runs.jsonl line 1 has numerics.vector_math = 'fast', expected 'portable' or 'mkl'",
     ),
+    "report of a record with unknown matrix products": (
+        record_of(lambda rows: rows[0]["numerics"].update(products="blis")),
+        "runs.jsonl line 1 has numerics.products = 'blis', expected 'openblas' or 'mkl'",
+    ),
     "report of a record whose meta-test has a success rate below zero": (
         record_of(lambda rows: rows[0].update(success_rate=-0.25), "meta_tests.jsonl"),
         "meta_tests.jsonl line 1 has success_rate = -0.25, expected a number in [0, 1]",

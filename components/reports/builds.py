@@ -97,6 +97,14 @@ def numerics_of(run: dict) -> str:
     return numerics.get("mode", "free") if isinstance(numerics, dict) else "free"
 
 
+def products_of(run: dict) -> str:
+    """Whose float32 matrix products the run computed with: `openblas` (portable numerics
+    since they took numpy's pinned OpenBLAS, components/products.py) or `mkl` (free runs, and
+    portable runs recorded before): the two round differently, so they are two builds."""
+    numerics = run.get("numerics")
+    return str(numerics.get("products", "mkl")) if isinstance(numerics, dict) else "mkl"
+
+
 def dataset_of(run: dict) -> str:
     """The content digest of the data the run trained on."""
     dataset = run.get("dataset", UNKNOWN)
@@ -137,6 +145,7 @@ SIDES_SHARE = (
     ("precision", precision_of),
     ("steps", steps_of),
     ("numerics", numerics_of),
+    ("products", products_of),
     ("dataset", dataset_of),
     ("bindings", bindings_of),
 )

@@ -224,4 +224,5 @@ NUMERICS: dict[str, Check] = {
     "mujoco": text,
     "libc": text,
     "vector_math": lambda v: None if v in ("portable", "mkl") else "'portable' or 'mkl'",
+    "products": lambda v: None if v in ("openblas", "mkl") else "'openblas' or 'mkl'",
 }

@@ -25,6 +25,7 @@ MIXES = {
     "precision": {"precision": {"precision": "bf16", "requested": "auto"}},
     "steps": {"eval": {"steps": 3000}},
     "numerics": {"numerics": {"mode": "free"}},
+    "products": {"numerics": {"mode": "portable", "products": "openblas"}},
     "dataset": {"dataset": {"content_sha256": "bbbb"}},
     "bindings": {"bindings": ["loop.precision = 'fp32'", "brac.lr = 1e-3"]},
 }

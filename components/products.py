@@ -1,0 +1,106 @@
+"""Portable matrix products: float32 `mm`, `addmm`, `bmm` and `baddbmm` through numpy's OpenBLAS.
+
+Under portable numerics PyTorch's float32 products run MKL's COMPATIBLE branch, the one branch
+oneMKL promises to round alike on Intel and other CPUs. It is also MKL's slowest: at a behaviour
+SAC's shapes (a few hundred rows, 20 to 256 columns) its products take 3 to 5 times as long as
+the free path's, and they are most of a portable step.
+
+numpy carries its own BLAS, OpenBLAS, which portable numerics already pin to one kernel set
+(`OPENBLAS_CORETYPE=Haswell`: AVX2 and FMA) and one thread. That kernel set's block sizes are
+constants of its source (they do not follow the CPU's cache sizes, as older core types' do), so
+its float32 product is one fixed sequence of IEEE operations on every x86-64 CPU with AVX2 and
+FMA: the same bits everywhere, as MKL's COMPATIBLE branch gives, at the free path's speed.
+
+With portable numerics, `install()` replaces the CPU kernels of the four products (the ones
+`nn.Linear`, `@`, `einsum` and the seed- and task-batched networks reach, forward and backward)
+by `numpy.matmul` on the tensors' own memory. Other dtypes (bfloat16, float64, integers) keep
+PyTorch's kernels: the `out=` forms, which this module leaves alone, are the way back to them.
+Products PyTorch computes inside other kernels (scaled dot-product attention's) keep MKL's
+COMPATIBLE branch, which is portable too.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+REPLACED = ("mm", "addmm", "bmm", "baddbmm")
+
+_library = None  # the torch.library registration, kept alive while the process runs
+
+
+def installed() -> bool:
+    """Whether this process computes float32 products with numpy's OpenBLAS."""
+    return _library is not None
+
+
+def install() -> None:
+    """Replace the CPU kernels of the products in `REPLACED` (idempotent)."""
+    global _library
+    if _library is not None:
+        return
+    import torch
+
+    library = torch.library.Library("aten", "IMPL")
+    kernels = _kernels()
+    with warnings.catch_warnings():  # "Overriding a previously registered kernel": meant
+        warnings.simplefilter("ignore", UserWarning)
+        for name in REPLACED:
+            library.impl(name, kernels[name], "CPU")
+    _library = library
+
+
+def _kernels():
+    import numpy as np
+    import torch
+
+    aten = torch.ops.aten
+
+    def product(a, b):
+        """a @ b (matrices or stacks of them) by OpenBLAS, in a tensor of its own."""
+        return torch.from_numpy(np.matmul(a.numpy(force=True), b.numpy(force=True)))
+
+    def scaled(result, self, beta, alpha):
+        """beta * self + alpha * result, as addmm and baddbmm define it: with beta = 0, `self`
+        is not read (a NaN in it does not propagate)."""
+        if alpha != 1:
+            result = result.mul_(alpha)
+        if beta == 0:
+            return result
+        return result.add_(self if beta == 1 else self * beta)
+
+    def portable(a, b, *others, stacked: bool) -> bool:
+        """float32 operands of shapes that multiply; anything else goes to PyTorch's kernel,
+        which computes it or refuses it with PyTorch's own message."""
+        dims = 3 if stacked else 2
+        return (
+            all(t.dtype == torch.float32 for t in (a, b, *others))
+            and a.dim() == b.dim() == dims
+            and a.shape[-1] == b.shape[-2]
+            and (not stacked or a.shape[0] == b.shape[0])
+        )
+
+    def shape(a, b):
+        return (*a.shape[:-1], b.shape[-1]) if a.dim() >= 2 and b.dim() >= 1 else (0,)
+
+    def mm(a, b):
+        if portable(a, b, stacked=False):
+            return product(a, b)
+        return aten.mm.out(a, b, out=a.new_empty(shape(a, b)))
+
+    def addmm(self, a, b, *, beta=1, alpha=1):
+        if portable(a, b, self, stacked=False):
+            return scaled(product(a, b), self, beta, alpha)
+        return aten.addmm.out(self, a, b, beta=beta, alpha=alpha, out=a.new_empty(shape(a, b)))
+
+    def bmm(a, b):
+        if portable(a, b, stacked=True):
+            return product(a, b)
+        return aten.bmm.out(a, b, out=a.new_empty(shape(a, b)))
+
+    def baddbmm(self, a, b, *, beta=1, alpha=1):
+        if portable(a, b, self, stacked=True):
+            return scaled(product(a, b), self, beta, alpha)
+        out = a.new_empty(shape(a, b))
+        return aten.baddbmm.out(self, a, b, beta=beta, alpha=alpha, out=out)
+
+    return {"mm": mm, "addmm": addmm, "bmm": bmm, "baddbmm": baddbmm}
