@@ -17,6 +17,11 @@ by `numpy.matmul` on the tensors' own memory. Other dtypes (bfloat16, float64, i
 PyTorch's kernels: the `out=` forms, which this module leaves alone, are the way back to them.
 Products PyTorch computes inside other kernels (scaled dot-product attention's) keep MKL's
 COMPATIBLE branch, which is portable too.
+
+The bits follow the shapes and memory layout, as every product's do, and nothing else: a
+transposed operand is read in place (another order of sums than its contiguous copy), and a row
+may round by its place in the matrix (the kernels keep several partial sums for some rows), so
+two equal rows of one product can differ in the last bits — on every CPU alike.
 """
 
 from __future__ import annotations

@@ -66,7 +66,10 @@ def test_identical_contexts_have_zero_embedding_variance():
     result = embedding_variance(
         encoder, sampler(dataset(constant=True)), LAYOUT, context_batch=8, draws=6
     )
-    assert result.mean == 0.0 and result.per_task == [0.0] * 4
+    # zero but for rounding: a matrix product may round a row by its place in the matrix (the
+    # OpenBLAS kernels of portable numerics do: components/products.py), so copies of one
+    # context at other places give task vectors equal to about 1e-9, not to the bit
+    assert 0.0 <= result.mean < 1e-15 and all(0.0 <= v < 1e-15 for v in result.per_task)
     varied = embedding_variance(
         encoder, sampler(dataset(constant=False)), LAYOUT, context_batch=8, draws=6
     )
