@@ -20,8 +20,8 @@ COMPATIBLE branch, which is portable too.
 
 The bits follow the shapes and memory layout, as every product's do, and nothing else: a
 transposed operand is read in place (another order of sums than its contiguous copy), and a row
-may round by its place in the matrix (the kernels keep several partial sums for some rows), so
-two equal rows of one product can differ in the last bits — on every CPU alike.
+may round by its place in the matrix (equal rows of a 192×200 by 200×200 product differ in the
+last bits at rows 6-11, 18-23, ...), the same on every CPU.
 """
 
 from __future__ import annotations
