@@ -45,7 +45,6 @@ import components.vector_math as vector_math
 PORTABLE, FREE = "portable", "free"
 MODES = (PORTABLE, FREE)
 ENV = "FOCALPP_NUMERICS"  # set by pin(): how a child process knows its parent asked for it
-RUN_DEFAULT = FREE  # a run's numerics where none are asked for (docs/NUMERICS.md says why)
 WORKERS_ENV = "FOCALPP_BUILD_WORKERS"  # caps the worker processes of a dataset build
 NPY_DISABLE = "NPY_DISABLE_CPU_FEATURES"
 NUMPY_BASELINE = "X86_V2"  # numpy 2.4's x86-64 baseline: enabling it alone enables no dispatch
@@ -73,6 +72,45 @@ def portable_env() -> dict[str, str]:
 
 def _x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags as Linux lists them (empty where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _gpu_run(device: str | None) -> bool:
+    """Whether a run given `--device device` trains on a GPU, told before torch loads: `cuda`
+    asks for one; `auto` (or none) takes one where this torch is a CUDA build and an NVIDIA
+    driver is loaded."""
+    if device is not None and device != "auto":
+        return device.startswith("cuda")
+    try:
+        cpu_build = "+cpu" in metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return False
+    return not cpu_build and os.path.exists("/proc/driver/nvidia/version")
+
+
+def run_default(device: str | None = None) -> str:
+    """A run's numerics where none are asked for (`device`: its `--device`): portable where they
+    hold and cost no more than free ones (a CPU run on an x86-64 CPU with AVX2 and FMA: a
+    portable step measured 0.90× a free one, docs/NUMERICS.md), free elsewhere (a GPU run,
+    another CPU)."""
+    holds = _x86() and {"avx2", "fma"} <= _cpu_flags() and not _gpu_run(device)
+    return PORTABLE if holds else FREE
+
+
+def run_default_of(argv: Sequence[str]) -> str:
+    """`run_default` for a command line of tools/run.py."""
+    return run_default(_argument(argv, "--device"))
 
 
 def pin() -> None:
@@ -113,10 +151,15 @@ def child_env(mode: str, base: Mapping[str, str] | None = None) -> dict[str, str
 
 def requested(argv: Sequence[str]) -> str | None:
     """The mode a command line asks for with `--numerics MODE` (or `--numerics=MODE`)."""
+    return _argument(argv, "--numerics")
+
+
+def _argument(argv: Sequence[str], flag: str) -> str | None:
+    """The value of `flag` on a command line (`--flag VALUE` or `--flag=VALUE`)."""
     for i, arg in enumerate(argv):
-        if arg == "--numerics" and i + 1 < len(argv):
+        if arg == flag and i + 1 < len(argv):
             return argv[i + 1]
-        if arg.startswith("--numerics="):
+        if arg.startswith(f"{flag}="):
             return arg.split("=", 1)[1]
     return None
 
@@ -131,15 +174,18 @@ def resumed(argv: Sequence[str]) -> list[str]:
 
 def pin_for_command(
     argv: Sequence[str] | None = None,
-    default: str = FREE,
+    default: str | Callable[[Sequence[str]], str] = FREE,
     recorded: Callable[[list[str]], str | None] = lambda run_dirs: None,
 ) -> str:
     """For a command-line tool, before it imports torch: the mode `--numerics MODE` asks for,
     else the one the runs it resumes trained with (`recorded`: read from their run.json,
-    components/outputs/run_record.py), else `default`; pinned where portable. An unknown mode
-    is left for the tool's own argument check to refuse."""
+    components/outputs/run_record.py), else `default` (a mode, or a function of the command
+    line: `run_default`); pinned where portable. An unknown mode is left for the tool's own
+    argument check to refuse."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    mode = requested(argv) or recorded(resumed(argv)) or default
+    mode = requested(argv) or recorded(resumed(argv))
+    if mode is None:
+        mode = default if isinstance(default, str) else default(argv)
     if mode == PORTABLE:
         pin()
     return mode

@@ -93,7 +93,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=numerics.MODES,
         help="portable: the same bits on every x86 CPU (one thread, fp32; docs/NUMERICS.md); "
         "free: each CPU's fastest kernels "
-        f"(default {numerics.RUN_DEFAULT}; a resumed run: its own)",
+        "(default: portable for a CPU run on an x86-64 CPU with AVX2 and FMA, else free; "
+        "a resumed run: its own)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
@@ -216,7 +217,9 @@ def execute(args: argparse.Namespace) -> int:
             plugins=args.plugin,
         )
     if not records:
-        numerics.require(args.numerics or numerics.RUN_DEFAULT)
+        # the default is what tools/run.py pinned before torch loaded (numerics.run_default);
+        # a caller that loaded torch itself runs with the numerics it loaded
+        numerics.require(args.numerics or numerics.mode())
     show_choices(comp)
     exp = comp.experiment
     check_analyses(exp.analyses)  # misspelt or broken: refused before the run, not after it

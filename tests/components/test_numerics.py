@@ -193,6 +193,33 @@ def test_a_portable_run_records_its_numerics_and_trains_in_fp32(tiny_data, tmp_p
     assert not (tmp_path / "bf16").exists()
 
 
+def test_a_cpu_run_is_portable_by_default_and_a_gpu_run_free():
+    """The suite runs on x86-64 CPUs with AVX2 and FMA (its portable numerics need them)."""
+    assert numerics.run_default("cpu") == numerics.PORTABLE
+    assert numerics.run_default_of(["--recipe", "r.gin", "--device=cpu"]) == numerics.PORTABLE
+    assert numerics.run_default("cuda") == numerics.FREE
+    assert numerics.run_default_of(["--device", "cuda:1"]) == numerics.FREE
+
+
+def test_a_run_given_no_numerics_trains_portable(tiny_data, tmp_path):
+    """tools/run.py from a shell with nothing set, as a user starts it: pinned before torch
+    loads, recorded as portable; `--numerics free` still trains free."""
+    tool = [sys.executable, str(ROOT / "tools" / "run.py")]
+    args = ["--recipe", "recipes/focal.gin", "--scale", "tiny", "--device", "cpu"]
+    args += ["--gin_param", f"task_data.root = '{tiny_data}'", "--gin_param", "loop.steps = 20"]
+    free_shell = numerics.child_env(numerics.FREE)
+    for asked, mode in (([], "portable"), (["--numerics", "free"], "free")):
+        run = tmp_path / mode
+        proc = subprocess.run(
+            [*tool, *args, *asked, "--out", str(run)], env=free_shell, capture_output=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        record = json.loads((run / "run.json").read_text())
+        assert record["numerics"]["mode"] == mode
+        products = "openblas" if mode == "portable" else "mkl"
+        assert record["numerics"]["products"] == products
+
+
 def test_a_portable_run_refuses_data_of_one_machine(tiny_data, tmp_path):
     """Data built with free numerics (tools/collect.py --numerics free) are this machine's
     only: a portable run says so instead of training on them."""
