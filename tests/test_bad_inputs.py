@@ -263,6 +263,21 @@ def other_study(world: World, case: Path, **spec):
     return "sweep", [str(path), "--out", str(out)], [out / "runs", out / "index.json"], []
 
 
+def record_of_mkl_products(world: World, case: Path):
+    """A study recording into a record whose portable runs computed their matrix products
+    with MKL (made before the products moved to OpenBLAS)."""
+    record = case / "results" / "record"
+    r = cli("records", str(copied_run(world, case)), "--out", str(record))
+    assert r.returncode == 0, r.stderr
+    line = json.loads((record / "runs.jsonl").read_text())
+    line["numerics"].pop("products", None)
+    (record / "runs.jsonl").write_text(json.dumps(line) + "\n")
+    path = case / "study.toml"
+    path.write_text(GOOD_STUDY.replace("seeds = [0]", "seeds = [7]"))
+    out = case / "study"
+    return "sweep", [str(path), "--out", str(out), "--records", str(record)], [out / "runs"], []
+
+
 def other_numerics(world: World, case: Path):
     """A study directory whose runs ran with the other numerics: only they differ."""
     return other_study(world, case, bindings=[], numerics="free")
@@ -1417,6 +1432,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "study on an unknown backend": (study(GOOD_STUDY, "--backend", "slurm"), "slurm"),
     "study directory of another study": (other_study, "other bindings"),
     "study directory of other numerics": (other_numerics, "other numerics (numerics: 'free')"),
+    "study recording beside runs of MKL's products": (
+        record_of_mkl_products,
+        "whose matrix products were MKL's",
+    ),
     "study with a seed beyond 32 bits": (
         study(GOOD_STUDY.replace("seeds = [0]", "seeds = [0, 4294967296]")),
         "`seeds` lists seed = 4294967296: expected an integer seed in [0, 4294967295]",

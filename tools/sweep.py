@@ -43,6 +43,7 @@ from components.sweep.runner import INDEX, run_study
 from components.sweep.study import (
     MAX_RETRIES,
     StudyError,
+    check_products,
     check_recorded,
     command_line,
     load_study,
@@ -105,6 +106,7 @@ def execute(args: argparse.Namespace) -> int:
     out.print(f"study {escape(study.name)}: {len(runs)} runs → {escape(str(target))}")
     kept = read_records(args.records) if args.records and is_records(args.records) else []
     check_recorded(kept, runs, args.records)  # the choices of each recorded run of its name
+    check_products(kept, study.numerics, args.records)  # and whose products its runs computed
     if drifted := drifted_rows(study, args.records) if kept else []:
         raise StudyError(  # and its row's configuration: what is done is decided by both
             f"{args.records} holds runs of rows this study would build otherwise, so they cannot "

@@ -393,6 +393,25 @@ def _check_items(path: Path, key: str, items: list, kind: type) -> None:
         raise StudyError(f"{path}: `{key}` must list {ITEM_WORDS[kind]}, got {bad[0]!r}")
 
 
+def check_products(kept: list[dict], numerics: str, records: Path | None) -> None:
+    """New runs of portable numerics join a record only where its portable runs computed their
+    matrix products as this code does (numpy's OpenBLAS, components/products.py): a record made
+    before trained on MKL's, another build, which its commit still reproduces."""
+    if numerics != "portable":
+        return
+    for run in kept:
+        ran = run.get("numerics") or {}
+        if ran.get("mode") == "portable" and ran.get("products", "mkl") != "openblas":
+            commit = str(run.get("commit") or "unknown")[:7]
+            raise StudyError(
+                f"{records} holds runs of portable numerics whose matrix products were MKL's "
+                f"({run['run']}, commit {commit}); this code computes them with numpy's OpenBLAS "
+                "(docs/NUMERICS.md), so new runs would be another build beside them. Run the "
+                f"study from a worktree at the record's commit (git worktree add DIR {commit}), "
+                "or record it in another folder"
+            )
+
+
 def check_recorded(kept: list[dict], runs: list[RunSpec], records: Path | None) -> None:
     """A run of the record counts as this study's run of the same name only where it was
     trained with the study's choices for it (recipe, environment, scale, seed, variant, bindings,

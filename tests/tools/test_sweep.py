@@ -404,6 +404,17 @@ bindings = ["task_data.root = '{tiny_data}'"]
         )
         assert not (tmp_path / "out4" / "runs").exists()
     assert len((records / "runs.jsonl").read_text().splitlines()) == 1
+    # a record whose portable runs computed their products with MKL (made before they moved to
+    # OpenBLAS): a new seed would be another build beside them, refused before it trains
+    line = json.loads((records / "runs.jsonl").read_text())
+    del line["numerics"]["products"]
+    (records / "runs.jsonl").write_text(json.dumps(line) + "\n")
+    study.write_text(study.read_text().replace("seeds = [0]", "seeds = [0, 1]"))
+    older = cli("sweep", str(study), "--out", str(tmp_path / "out5"), "--records", str(records))
+    assert older.returncode == 2, older.stderr + older.stdout
+    said = " ".join(older.stderr.split())
+    assert "whose matrix products were MKL's (focal-sparse_point_robot-s0, commit" in said
+    assert "git worktree add DIR" in said and not (tmp_path / "out5" / "runs").exists()
 
 
 def test_a_study_whose_analysis_fails_says_so_and_records_nothing_half_done(tiny_data, tmp_path):
