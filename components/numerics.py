@@ -217,9 +217,10 @@ def state() -> dict[str, object]:
         and record["openblas"] in (f"{OPENBLAS_CORE}, 1 thread", "not used")
         and record["torch_threads"] == 1
     )
-    if portable:  # MKL's vector math for the few functions whose kernels round by vendor,
-        vector_math.install()  # and the float32 products on the pinned OpenBLAS (faster)
-        products.install()
+    if portable:  # MKL's vector math for the few functions whose kernels round by vendor
+        vector_math.install()
+    if portable and record["openblas"] == f"{OPENBLAS_CORE}, 1 thread":
+        products.install()  # float32 products on the pinned OpenBLAS (a numpy without: MKL's)
     record["vector_math"] = "portable" if vector_math.installed() else "mkl"
     record["products"] = "openblas" if products.installed() else "mkl"
     return {"mode": PORTABLE if portable else FREE, **record}
