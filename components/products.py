@@ -26,32 +26,19 @@ last bits at rows 6-11, 18-23, ...), the same on every CPU.
 
 from __future__ import annotations
 
-import warnings
+from components.cpu_kernels import Replacement
 
 REPLACED = ("mm", "addmm", "bmm", "baddbmm")
-
-_library = None  # the torch.library registration, kept alive while the process runs
 
 
 def installed() -> bool:
     """Whether this process computes float32 products with numpy's OpenBLAS."""
-    return _library is not None
+    return _replacement.installed
 
 
 def install() -> None:
     """Replace the CPU kernels of the products in `REPLACED` (idempotent)."""
-    global _library
-    if _library is not None:
-        return
-    import torch
-
-    library = torch.library.Library("aten", "IMPL")
-    kernels = _kernels()
-    with warnings.catch_warnings():  # "Overriding a previously registered kernel": meant
-        warnings.simplefilter("ignore", UserWarning)
-        for name in REPLACED:
-            library.impl(name, kernels[name], "CPU")
-    _library = library
+    _replacement.install()
 
 
 def _kernels():
@@ -109,3 +96,6 @@ def _kernels():
         return aten.baddbmm.out(self, a, b, beta=beta, alpha=alpha, out=out)
 
     return {"mm": mm, "addmm": addmm, "bmm": bmm, "baddbmm": baddbmm}
+
+
+_replacement = Replacement(_kernels)

@@ -21,7 +21,8 @@ are the way back to them, for the dtypes whose MKL kernel is portable.
 from __future__ import annotations
 
 import math
-import warnings
+
+from components.cpu_kernels import Replacement
 
 # MKL vector-math functions whose COMPATIBLE kernels use RCPPS/RSQRTPS (read from the
 # disassembly of the oneMKL 2024.0 that torch 2.13 carries), by the dtypes they do so for
@@ -36,28 +37,15 @@ REPLACED = {
     "acos": ("float32", "float64"),
 }
 
-_library = None  # the torch.library registration, kept alive while the process runs
-
 
 def installed() -> bool:
     """Whether this process computes the functions above with the portable kernels."""
-    return _library is not None
+    return _replacement.installed
 
 
 def install() -> None:
     """Replace the CPU kernels of the functions in `REPLACED` (idempotent)."""
-    global _library
-    if _library is not None:
-        return
-    import torch
-
-    library = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():  # "Overriding a previously registered kernel": meant
-        warnings.simplefilter("ignore", UserWarning)
-        for name in REPLACED:
-            library.impl(name, _functional(name), "CPU")
-            library.impl(f"{name}_", _in_place(name), "CPU")
-    _library = library
+    _replacement.install()
 
 
 def _formulas():
@@ -121,3 +109,14 @@ def _in_place(name: str):
 
     kernel.__name__ = f"portable_{name}_"
     return kernel
+
+
+def _kernels() -> dict:
+    """Each replaced function's kernel and its in-place form's."""
+    kernels = {}
+    for name in REPLACED:
+        kernels[name], kernels[f"{name}_"] = _functional(name), _in_place(name)
+    return kernels
+
+
+_replacement = Replacement(_kernels)
