@@ -74,28 +74,35 @@ def _kernels():
     def shape(a, b):
         return (*a.shape[:-1], b.shape[-1]) if a.dim() >= 2 and b.dim() >= 1 else (0,)
 
-    def mm(a, b):
-        if portable(a, b, stacked=False):
-            return product(a, b)
-        return aten.mm.out(a, b, out=a.new_empty(shape(a, b)))
+    def plain(name: str, stacked: bool):
+        """`mm` or `bmm`: a @ b."""
+        fallback = getattr(aten, name).out
 
-    def addmm(self, a, b, *, beta=1, alpha=1):
-        if portable(a, b, self, stacked=False):
-            return scaled(product(a, b), self, beta, alpha)
-        return aten.addmm.out(self, a, b, beta=beta, alpha=alpha, out=a.new_empty(shape(a, b)))
+        def kernel(a, b):
+            if portable(a, b, stacked=stacked):
+                return product(a, b)
+            return fallback(a, b, out=a.new_empty(shape(a, b)))
 
-    def bmm(a, b):
-        if portable(a, b, stacked=True):
-            return product(a, b)
-        return aten.bmm.out(a, b, out=a.new_empty(shape(a, b)))
+        return kernel
 
-    def baddbmm(self, a, b, *, beta=1, alpha=1):
-        if portable(a, b, self, stacked=True):
-            return scaled(product(a, b), self, beta, alpha)
-        out = a.new_empty(shape(a, b))
-        return aten.baddbmm.out(self, a, b, beta=beta, alpha=alpha, out=out)
+    def added(name: str, stacked: bool):
+        """`addmm` or `baddbmm`: beta * self + alpha * (a @ b)."""
+        fallback = getattr(aten, name).out
 
-    return {"mm": mm, "addmm": addmm, "bmm": bmm, "baddbmm": baddbmm}
+        def kernel(self, a, b, *, beta=1, alpha=1):
+            if portable(a, b, self, stacked=stacked):
+                return scaled(product(a, b), self, beta, alpha)
+            out = a.new_empty(shape(a, b))
+            return fallback(self, a, b, beta=beta, alpha=alpha, out=out)
+
+        return kernel
+
+    return {
+        "mm": plain("mm", stacked=False),
+        "bmm": plain("bmm", stacked=True),
+        "addmm": added("addmm", stacked=False),
+        "baddbmm": added("baddbmm", stacked=True),
+    }
 
 
 _replacement = Replacement(_kernels)
