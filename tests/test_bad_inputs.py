@@ -1645,6 +1645,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
         record_of(lambda rows: rows[0].update(numerics={"mode": "exact"})),
         "runs.jsonl line 1 has numerics = {'mode': 'exact'}, expected an object whose mode",
     ),
+    "report of a record whose line names another environment than its configuration binds": (
+        record_of(lambda rows: rows[0].update(env="point_robot_wind")),
+        "runs.jsonl: run 'run' has env = 'point_robot_wind', but its configuration",
+    ),
+    "report of a record whose run was trained with seeds that leave out its own": (
+        record_of(lambda rows: rows[0].update(trained_with_seeds=[rows[0]["seed"] + 1])),
+        "has trained_with_seeds = [1], expected distinct seeds, the run's own seed 0 among them",
+    ),
     "report of a record with a non-finite score": (
         record_of(lambda rows: rows[0].update(final=float("nan"))),
         "runs.jsonl line 1 has final = nan, expected a finite number",

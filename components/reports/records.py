@@ -16,7 +16,9 @@
 (run.json's choices, eval.json as `eval`, analysis.json as `analysis`, the meta-tests as
 `metrics`), and refuses a damaged record by file and line: a missing column, a run listed
 twice, a non-finite score, an archive whose digest does not match, a provenance field of the
-wrong type, a configuration whose bindings do not hash to its digest.
+wrong type, a configuration whose bindings do not hash to its digest, a line whose environment,
+scale, algorithm, device or requested precision is not what its configuration binds, a run whose
+process's seeds leave out its own.
 
 A record holds one configuration per row: a run is refused where the record's runs of its row
 (recipe, label, environment, scale) were built from other bindings, naming those that differ,
@@ -26,6 +28,7 @@ give the new runs a label of their own (`--label`, a study's `label`).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import json
@@ -268,6 +271,8 @@ def read_records(study: Path) -> list[dict[str, Any]]:
                 f"{study / CONFIGS} does not hold: {DAMAGED}"
             )
         run["config"] = configs.get(digest)
+        if run["config"] is not None:
+            check_configured(run, run["config"], f"{study / RUNS}: run {run['run']!r}")
     for name, key in ((META_TESTS, "metrics"), (ANALYSES, "analysis")):
         path = study / name
         for number, row in jsonl(path, DAMAGED) if path.is_file() else ():
@@ -347,13 +352,52 @@ def check_choices(row: dict, where: str) -> None:
         raise bad("analyses", "a list of analysis names")
     seeds = row.get("trained_with_seeds", [])
     if not isinstance(seeds, list) or any(
-        isinstance(s, bool) or not isinstance(s, int) for s in seeds
+        isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 2**32 - 1 for s in seeds
     ):
-        raise bad("trained_with_seeds", "a list of seeds")
+        raise bad("trained_with_seeds", "a list of seeds, each in [0, 4294967295]")
+    if seeds and (len(set(seeds)) != len(seeds) or row["seed"] not in seeds):
+        raise bad(
+            "trained_with_seeds", f"distinct seeds, the run's own seed {row['seed']} among them"
+        )
     mode = row.get("numerics", {"mode": "free"})
     if not isinstance(mode, dict) or mode.get("mode") not in ("portable", "free"):
         raise bad("numerics", "an object whose mode is 'portable' or 'free'")
     check_fields(mode, NUMERICS, where, DAMAGED, required=("mode",), path="numerics")
+
+
+# a line's choices that its configuration binds too (where the configuration has them: those
+# recorded before a binding existed do not); a hand edit of one side is caught by the other
+CONFIGURED = {
+    "env": "experiment.env",
+    "scale": "experiment.scale",
+    "algorithm": "experiment.algorithm",
+    "device": "experiment.device",
+}
+
+
+def check_configured(row: dict, config: dict[str, str], where: str) -> None:
+    """The line's env, scale, algorithm, device and requested precision equal what the
+    configuration its digest names binds."""
+    pairs = [(key, row[key], config.get(binding)) for key, binding in CONFIGURED.items()]
+    if isinstance(row["precision"], dict) and "requested" in row["precision"]:
+        requested = row["precision"]["requested"]
+        pairs.append(("precision.requested", requested, config.get("loop.loop.precision")))
+    for key, value, bound in pairs:
+        if bound is not None and value != _gin_value(bound):
+            raise FocalppError(
+                f"{where} has {key} = {value!r}, but its configuration "
+                f"{row['config_digest'][:12]}… binds {_gin_value(bound)!r}: {DAMAGED}"
+            )
+
+
+def _gin_value(text: str) -> Any:
+    """A binding's value as configs.jsonl writes it: '@focal' -> 'focal', "'cpu'" -> 'cpu'."""
+    if text.startswith("@"):
+        return text[1:]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
 
 
 def check_provenance(row: dict, where: str) -> None:

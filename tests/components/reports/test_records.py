@@ -203,3 +203,49 @@ def test_a_report_of_a_folder_without_records_says_what_it_expected(tmp_path):
     result = cli("report", str(tmp_path / "empty"))
     assert result.returncode == 2
     assert "no finished runs" in result.stderr and "runs.jsonl" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda row: row.update(env="point_robot_wind"), r"has env = 'point_robot_wind', but"),
+        (lambda row: row.update(scale="paper"), r"has scale = 'paper', but"),
+        (lambda row: row.update(algorithm="focalpp"), r"has algorithm = 'focalpp', but"),
+        (lambda row: row.update(device="cuda"), r"has device = 'cuda', but"),
+        (
+            lambda row: row["precision"].update(requested="bf16"),
+            r"has precision.requested = 'bf16', but",
+        ),
+    ],
+    ids=["env", "scale", "algorithm", "device", "precision"],
+)
+def test_a_choice_edited_away_from_its_configuration_is_refused(
+    two_runs, tmp_path, damage, message
+):
+    """A line's env, scale, algorithm, device and requested precision are also bindings of the
+    configuration its digest names; the two must agree."""
+    rec = tmp_path / "rec"
+    write_records([two_runs / "focal-s0"], rec, root=two_runs)
+    read_records(rec)  # as written, it agrees
+    _edit_runs(rec, lambda rows: damage(rows[0]))
+    with pytest.raises(FocalppError, match=message + r" its configuration [0-9a-f]{12}… binds"):
+        read_records(rec)
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ([2, 2, 3, 5, 9], "distinct seeds, the run's own seed 2 among them"),
+        ([3, 5, 9], "distinct seeds, the run's own seed 2 among them"),
+        ([2, 3, -1], r"a list of seeds, each in \[0, 4294967295\]"),
+        ([2, 3, 2**32], r"a list of seeds, each in \[0, 4294967295\]"),
+    ],
+    ids=["twice", "own seed missing", "negative", "too large"],
+)
+def test_the_seeds_a_run_was_trained_with_are_checked(record, seeds, message):
+    """trained_with_seeds: the seeds of the process that trained the run, its own among them."""
+    _edit_runs(record, lambda rows: rows[0].update(trained_with_seeds=seeds))
+    with pytest.raises(
+        FocalppError, match=rf"line 1 has trained_with_seeds = .*expected {message}"
+    ):
+        read_records(record)
