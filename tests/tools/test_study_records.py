@@ -3,6 +3,7 @@ add runs of the same configuration to each row, never another build under the ro
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -29,6 +30,18 @@ def test_a_study_still_builds_its_record(path):
         f"{path.name} would no longer build what results/{study.record} holds; give the "
         "changed rows a variant of their own, or run the study into a new record:\n"
         + "\n".join(drifted)
+    )
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
+def test_a_study_names_the_numerics_its_record_ran_with(path):
+    """Run again as written, a study trains with its record's numerics (a line without the
+    field trained free), so the record takes the new runs instead of refusing them."""
+    study = load_study(path)
+    lines = (ROOT / "results" / study.record / "runs.jsonl").read_text().splitlines()
+    modes = {json.loads(line).get("numerics", {}).get("mode", "free") for line in lines}
+    assert modes == {study.numerics}, (
+        f"{path.name} says numerics = {study.numerics!r}; results/{study.record} ran {modes}"
     )
 
 
