@@ -10,6 +10,20 @@ from __future__ import annotations
 class FocalppError(Exception):
     """Base of every error a user can cause by what they ask for."""
 
+    def __reduce__(self):
+        # raised in a worker process (a dataset block, a shard), it reaches the parent whole:
+        # pickle's default calls the class with the message alone, which a subclass whose
+        # __init__ takes other arguments refuses, and the parent never learns of the error
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[FocalppError], args: tuple, state: dict) -> FocalppError:
+    """An error as it was raised, without calling its __init__ again."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class UnknownKindError(FocalppError, ValueError):
     """A component kind that `registry.kinds.KINDS` does not declare."""

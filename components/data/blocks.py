@@ -24,9 +24,12 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
+import traceback
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing import connection
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,7 @@ from components.data.behaviour import Progress
 from components.data.protocols import Collected
 from components.data.store import Dataset, DatasetError, Policies, QualityData, write_dataset
 from components.transitions import FIELDS, Transitions
-from registry import entries, get
+from registry import FocalppError, entries, get
 from registry.gin_state import bindings, config_text
 
 WORKERS_ENV = numerics.WORKERS_ENV
@@ -210,26 +213,82 @@ def _offset(progress: Progress | None, jobs: list[Block], job: Block) -> Progres
 
 
 def _in_workers(todo: list[Block], workers: int, progress: Progress | None) -> None:
-    """Build `todo` in `workers` spawned processes of portable numerics; the first error
-    raised in a worker is raised here."""
+    """Build `todo` in spawned processes of portable numerics, one per block, at most
+    `workers` at a time. The first error raised in a worker is raised here; a worker that ends
+    without one (killed, out of memory) ends the build with an error that says so, at once.
+    Finished blocks are kept either way; the other workers are stopped."""
     config = config_text(dict(bindings()))
     modules = tuple(sorted({e.module for e in entries() if not e.module.startswith("components")}))
-    todo = [Block(**{**j.__dict__, "config": config, "modules": modules}) for j in todo]
+    waiting = [
+        (slot, Block(**{**job.__dict__, "config": config, "modules": modules}))
+        for slot, job in enumerate(todo)
+    ]
     ctx = multiprocessing.get_context("spawn")
     done = ctx.Array("q", 2 * len(todo), lock=False)  # per block: steps done, steps in all
-    with _environment(numerics.child_env(numerics.PORTABLE)):
-        pool = ctx.Pool(workers, initializer=_worker_init, initargs=(done,))
+    running: dict[int, tuple[Any, Any]] = {}  # sentinel -> (process, the end it reports on)
     try:
-        result = pool.starmap_async(_worker_build, list(enumerate(todo)), chunksize=1)
-        while not result.ready():
-            result.wait(0.5)
-            if progress is not None and all(done[2 * i + 1] for i in range(len(todo))):
+        while waiting or running:
+            while waiting and len(running) < workers:
+                reader, writer = ctx.Pipe(duplex=False)
+                with _environment(numerics.child_env(numerics.PORTABLE)):  # it inherits them
+                    process = ctx.Process(target=_worker, args=(done, *waiting.pop(0), writer))
+                    process.start()
+                writer.close()
+                running[process.sentinel] = (process, reader)
+            for sentinel in connection.wait(list(running), timeout=0.5):
+                process, reader = running.pop(sentinel)
+                try:  # it has ended: its report is in the pipe, or the pipe is closed empty
+                    error = reader.recv()
+                except EOFError:
+                    error = _LOST
+                except Exception as unreadable:  # pickled there, not to be rebuilt here
+                    error = DatasetError(
+                        f"a worker building a block failed with an error that cannot be read "
+                        f"here ({unreadable!r}); its traceback is above"
+                    )
+                process.join()
+                if error is _LOST:
+                    raise DatasetError(
+                        "a worker building the dataset's blocks ended without an error of its "
+                        f"own ({_ending(process.exitcode)}: killed, or out of memory?). The "
+                        "blocks already finished are kept: run the command again to build the rest"
+                    )
+                if error is not None:
+                    raise error
+            if progress is not None and all(done[1::2]):
                 progress(sum(done[0::2]), sum(done[1::2]))
-        result.get()  # raises the worker's error
-        pool.close()
     finally:
-        pool.terminate()
-        pool.join()
+        for process, _ in running.values():
+            process.terminate()
+            process.join()
+
+
+_LOST = object()  # what a worker that ended without reporting reported
+
+
+def _worker(done, slot: int, block: Block, report) -> None:
+    """A worker process: build one block, then report None or the error that stopped it."""
+    _worker_init(done)
+    try:
+        _worker_build(slot, block)
+    except BaseException as error:  # every failure goes to the parent
+        if not isinstance(error, FocalppError):
+            traceback.print_exc()  # a bug: its traceback here, where it happened
+        try:
+            report.send(error)
+        except Exception:  # an error that cannot be pickled: its words
+            report.send(DatasetError(f"a worker building a block failed: {error!r}"))
+    else:
+        report.send(None)
+
+
+def _ending(code: int) -> str:
+    """A process's exit code in words: -9 -> 'signal SIGKILL'."""
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+        return f"signal {-code}"
+    return f"exit status {code}"
 
 
 @contextmanager
@@ -260,7 +319,6 @@ def _die_with_parent() -> None:
     finished block stays written; the rest is built again when the build is run again."""
     import ctypes
     import ctypes.util
-    import signal
 
     name = ctypes.util.find_library("c")
     if name is None:
