@@ -119,6 +119,31 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _staged(path: Path) -> tuple[int, str]:
+    """A temporary file beside `path`, with the mode a file made by open() would get (mkstemp
+    gives 0o600: a run's files would be unreadable to the group that shares them)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except OSError:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it where Linux shows it (no other thread
+    can then create a file under a cleared mask); else set and restored at once."""
+    with suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_file(path: Path, *, before_replace: Callable[[], None] | None = None):
     """A binary file that replaces `path` only once written whole and fsynced; on any error
@@ -127,7 +152,7 @@ def atomic_file(path: Path, *, before_replace: Callable[[], None] | None = None)
     path = Path(path)
     kept = f"{path.name} holds what it held before, whole." if path.exists() else ""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = _staged(path)
     except OSError as e:  # the folder is gone, is a file now, or cannot be written in
         raise WriteError(path, e, kept) from e
     try:
@@ -154,7 +179,7 @@ def atomic_write_all(files: Mapping[Path, bytes]) -> None:
     path = None
     try:
         for path, data in files.items():
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            fd, tmp = _staged(path)
             staged.append((tmp, path))
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
