@@ -25,6 +25,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -343,7 +344,13 @@ class ScriptedRollouts:
                     pool.submit(_collect_part, family.gym_kwargs(), steps, w, episodes)
                     for w in work
                 ]
-                results = [done(w[1], f.result()) for w, f in zip(work, futures, strict=True)]
+                try:
+                    results = [done(w[1], f.result()) for w, f in zip(work, futures, strict=True)]
+                except BrokenProcessPool:
+                    raise DatasetError(
+                        "a worker collecting the scripted episodes ended without an error of "
+                        "its own (killed, or out of memory?): run the command again"
+                    ) from None
         by_tier: dict[str, list[Episodes]] = {}
         for (tier, *_), result in zip(work, results, strict=True):
             by_tier.setdefault(tier, []).append(result)
