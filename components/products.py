@@ -22,13 +22,124 @@ The bits follow the shapes and memory layout, as every product's do, and nothing
 transposed operand is read in place (another order of sums than its contiguous copy), and a row
 may round by its place in the matrix (equal rows of a 192×200 by 200×200 product differ in the
 last bits at rows 6-11, 18-23, ...), the same on every CPU.
+
+Threads. OpenBLAS's own threads would change the bits (its threaded driver blocks the work
+otherwise than its one-thread driver), so it keeps one. A large product may instead be cut
+here into bands of rows, each computed by one-thread OpenBLAS on a thread of this process
+(numpy lets go of the interpreter while it multiplies). The cuts fall on multiples of 12 rows:
+that kernel set tiles the rows of a product (its N, numpy's rows) in twelves from the first,
+and sums every element over the columns of A in the same order whatever the band, so a band
+is, bit for bit, the same rows of the uncut product (tests/components/test_products.py checks
+it on thousands of shapes and layouts). Bands are therefore a matter of speed alone: the same
+bits with one thread or eight. `use_threads` (or $FOCALPP_PRODUCT_THREADS) sets how many; a
+dataset build gives a lone block all the cores it may use (components/data/blocks.py).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 from components.cpu_kernels import Replacement
+from registry.errors import FocalppError
 
 REPLACED = ("mm", "addmm", "bmm", "baddbmm")
+THREADS_ENV = "FOCALPP_PRODUCT_THREADS"  # threads a process's products may use (default 1)
+MIN_WORK_ENV = "FOCALPP_PRODUCT_MIN_WORK"  # multiply-adds below which a product is not cut
+BAND = 12  # rows: how OpenBLAS's Haswell sgemm tiles a product's rows (3 × its unroll of 4)
+MIN_WORK = 1 << 22  # about 0.1 ms of one core's products: less is not worth a thread's handoff
+
+
+class ProductsError(FocalppError, ValueError):
+    """A thread count or threshold for the products that is not a whole number in range."""
+
+
+def _whole(name: str, text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if value < low:
+        raise ProductsError(f"{name} = {text!r}: expected a whole number ≥ {low}")
+    return value
+
+
+class _Bands:
+    """How many threads the products use, and the pool that runs the bands beyond the first."""
+
+    def __init__(self):
+        self.threads, self.min_work = 1, MIN_WORK
+        self._pool: ThreadPoolExecutor | None = None
+
+    def read_environment(self) -> None:
+        """$FOCALPP_PRODUCT_THREADS and $FOCALPP_PRODUCT_MIN_WORK, where set."""
+        if THREADS_ENV in os.environ:
+            self.set(threads_from_environment())
+        if MIN_WORK_ENV in os.environ:
+            self.min_work = _whole(f"${MIN_WORK_ENV}", os.environ[MIN_WORK_ENV], 0)
+
+    def pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="products")
+        return self._pool
+
+    def set(self, threads: int) -> None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ProductsError(f"threads = {threads!r}: expected a whole number ≥ 1")
+        if threads != self.threads and self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self.threads = threads
+
+    def forget_pool(self) -> None:
+        """In a forked child: the parent's pool threads do not exist here."""
+        self._pool = None
+
+
+_bands = _Bands()
+os.register_at_fork(after_in_child=_bands.forget_pool)
+
+
+def threads_from_environment() -> int:
+    """$FOCALPP_PRODUCT_THREADS (1 where unset), checked."""
+    return _whole(f"${THREADS_ENV}", os.environ.get(THREADS_ENV, "1"), 1)
+
+
+def check_environment() -> None:
+    """Raise `ProductsError` where $FOCALPP_PRODUCT_THREADS or $FOCALPP_PRODUCT_MIN_WORK is set
+    to anything but a whole number in range (before a process starts others that read them)."""
+    threads_from_environment()
+    _whole(f"${MIN_WORK_ENV}", os.environ.get(MIN_WORK_ENV, "0"), 0)
+
+
+def threads() -> int:
+    """How many threads this process's float32 products may use."""
+    return _bands.threads
+
+
+def use_threads(n: int, *, min_work: int | None = None) -> None:
+    """Let this process's float32 products use `n` threads (1: none beside the caller's), for
+    products of at least `min_work` multiply-adds (default `MIN_WORK`, or where given
+    $FOCALPP_PRODUCT_MIN_WORK). The bits do not change with either (module docstring)."""
+    _bands.set(n)
+    if min_work is not None:
+        if isinstance(min_work, bool) or not isinstance(min_work, int) or min_work < 0:
+            raise ProductsError(f"min_work = {min_work!r}: expected a whole number ≥ 0")
+        _bands.min_work = min_work
+
+
+def min_work() -> int:
+    """The fewest multiply-adds a product has before it is cut into bands."""
+    return _bands.min_work
+
+
+def bands(rows: int, threads: int) -> list[tuple[int, int]]:
+    """[start, end) of up to `threads` bands of `rows` rows, cut at multiples of `BAND`."""
+    tiles = rows // BAND
+    cuts = sorted({BAND * (tiles * i // threads) for i in range(1, threads)} - {0})
+    edges = [0, *cuts, rows]
+    return list(itertools.pairwise(edges))
 
 
 def installed() -> bool:
@@ -37,7 +148,10 @@ def installed() -> bool:
 
 
 def install() -> None:
-    """Replace the CPU kernels of the products in `REPLACED` (idempotent)."""
+    """Replace the CPU kernels of the products in `REPLACED` (idempotent), with the threads
+    this process's environment gives them."""
+    if not _replacement.installed:
+        _bands.read_environment()
     _replacement.install()
 
 
@@ -48,8 +162,28 @@ def _kernels():
     aten = torch.ops.aten
 
     def product(a, b):
-        """a @ b (matrices or stacks of them) by OpenBLAS, in a tensor of its own."""
-        return torch.from_numpy(np.matmul(a.numpy(force=True), b.numpy(force=True)))
+        """a @ b (matrices or stacks of them) by OpenBLAS, in a tensor of its own: in bands of
+        rows on the product threads where it is worth it (the same bits either way)."""
+        x, y = a.numpy(force=True), b.numpy(force=True)
+        rows, columns = x.shape[-2], y.shape[-1]
+        if (
+            _bands.threads == 1
+            or rows < 2 * BAND
+            or columns < 2  # numpy takes a matrix-vector routine here: keep it whole
+            or x.size * columns < _bands.min_work  # its multiply-adds, every matrix of a stack
+            or np.may_share_memory(x, y)  # numpy may take a symmetric routine (x @ x.T)
+        ):
+            return torch.from_numpy(np.matmul(x, y))
+        out = np.empty((*x.shape[:-1], columns), dtype=np.float32)
+        (first, *others) = bands(rows, _bands.threads)
+        pool = _bands.pool()
+        pending = [
+            pool.submit(np.matmul, x[..., s:e, :], y, out=out[..., s:e, :]) for s, e in others
+        ]
+        np.matmul(x[..., first[0] : first[1], :], y, out=out[..., first[0] : first[1], :])
+        for band in pending:
+            band.result()
+        return torch.from_numpy(out)
 
     def scaled(result, self, beta, alpha):
         """beta * self + alpha * result, as addmm and baddbmm define it: with beta = 0, `self`

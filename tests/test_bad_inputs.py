@@ -1324,6 +1324,26 @@ CASES: dict[str, tuple[Prepare, str]] = {
         ),
         "$FOCALPP_BUILD_WORKERS = 'two': expected a whole number ≥ 1",
     ),
+    "collect: product threads not a whole number": (
+        lambda w, c: (
+            "collect",
+            ["--env", "sparse_point_robot", "--scale", "tiny", "--out", str(c / "store")],
+            [c / "store"],
+            [],
+            {"FOCALPP_PRODUCT_THREADS": "0"},
+        ),
+        "$FOCALPP_PRODUCT_THREADS = '0': expected a whole number ≥ 1",
+    ),
+    "collect: a negative product threshold": (
+        lambda w, c: (
+            "collect",
+            ["--env", "sparse_cheetah_vel", "--scale", "tiny", "--out", str(c / "store")],
+            [c / "store"],
+            [],
+            {"FOCALPP_PRODUCT_MIN_WORK": "-5"},
+        ),
+        "$FOCALPP_PRODUCT_MIN_WORK = '-5': expected a whole number ≥ 0",
+    ),
     "collect: a published Meta-World split beyond the draw's 50 variations": (
         collect("--env", "ml1pub_push", "--gin_param", "ml1pub_push.test_variations = 45"),
         "40 train + 45 test variations = 85, but one ML1 draw has 50",

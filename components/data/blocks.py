@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 import components.numerics as numerics
+import components.products as products
 from components.data.behaviour import Progress
 from components.data.protocols import Collected
 from components.data.store import Dataset, DatasetError, Policies, QualityData, write_dataset
@@ -77,9 +78,9 @@ def partial_dir(path: Path) -> Path:
     return path.parent / f".{path.name}.partial"
 
 
-def default_workers(blocks: int) -> int:
-    """Worker processes for `blocks`: one per core this process may use, at most one per
-    block, capped by $FOCALPP_BUILD_WORKERS."""
+def build_cores() -> int:
+    """The cores a build may use: those this process may run on, capped by
+    $FOCALPP_BUILD_WORKERS."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cap = os.environ.get(WORKERS_ENV)
     if cap is not None:
@@ -89,7 +90,12 @@ def default_workers(blocks: int) -> int:
             raise DatasetError(f"${WORKERS_ENV} = {cap!r}: expected a whole number ≥ 1") from None
         if cores < 1:
             raise DatasetError(f"${WORKERS_ENV} = {cap!r}: expected a whole number ≥ 1")
-    return max(1, min(blocks, cores or 1))
+    return max(1, cores or 1)
+
+
+def default_workers(blocks: int) -> int:
+    """Worker processes for `blocks`: one per core the build may use, at most one per block."""
+    return min(blocks, build_cores())
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,7 @@ def build_in_blocks(
             f"behaviour_sac.blocks = {blocks}, but {family_name} has {n_tasks} tasks: expected "
             f"1 ≤ blocks ≤ {n_tasks}"
         )
+    products.check_environment()
     workers = default_workers(blocks) if workers is None else workers
     if workers < 1:
         raise DatasetError(f"workers = {workers}: expected a whole number ≥ 1")
@@ -191,8 +198,12 @@ def build_in_blocks(
         if mode == numerics.FREE or (
             min(workers, len(todo)) <= 1 and numerics.mode() == numerics.PORTABLE
         ):
-            for job in todo:  # here, one after the other: nothing to start
-                build_block(job, _offset(progress, jobs, job))
+            # here, one after the other: nothing to start. A portable block's products may
+            # use every core the build may (the same bits: components/products.py)
+            lone = mode == numerics.PORTABLE and len(todo) == 1
+            with _product_threads(_spare_threads() if lone else 1):
+                for job in todo:
+                    build_block(job, _offset(progress, jobs, job))
         elif todo:
             _in_workers(todo, min(workers, len(todo)), progress)
     finally:  # finished blocks (and resume points) are kept for the next try; nothing else
@@ -230,7 +241,9 @@ def _in_workers(todo: list[Block], workers: int, progress: Progress | None) -> N
         while waiting or running:
             while waiting and len(running) < workers:
                 reader, writer = ctx.Pipe(duplex=False)
-                with _environment(numerics.child_env(numerics.PORTABLE)):  # it inherits them
+                env = numerics.child_env(numerics.PORTABLE)  # it inherits them
+                env.setdefault(products.THREADS_ENV, str(max(1, build_cores() // workers)))
+                with _environment(env):
                     process = ctx.Process(target=_worker, args=(done, *waiting.pop(0), writer))
                     process.start()
                 writer.close()
@@ -289,6 +302,25 @@ def _ending(code: int) -> str:
             return f"signal {signal.Signals(-code).name}"
         return f"signal {-code}"
     return f"exit status {code}"
+
+
+def _spare_threads() -> int:
+    """Product threads for a block built alone here: $FOCALPP_PRODUCT_THREADS where set, else
+    every core the build may use."""
+    if products.THREADS_ENV in os.environ:
+        return products.threads_from_environment()
+    return build_cores()
+
+
+@contextmanager
+def _product_threads(n: int):
+    """This process's float32 products on `n` threads while the block builds here."""
+    before = products.threads()
+    products.use_threads(n)
+    try:
+        yield
+    finally:
+        products.use_threads(before)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components import numerics
+from components import numerics, products
 from components.outputs.run_record import recorded_numerics
 from tests.conftest import ROOT
 
@@ -269,3 +269,13 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+def test_a_lone_block_on_several_threads_is_the_same_as_on_one(tmp_path):
+    """One network for every task, built alone in the tool's process: its products cut into
+    bands on three threads (every product, however small) give the one-thread bytes."""
+    conditioned = "behaviour_sac.learner = 'conditioned'"
+    one = collect("sparse_cheetah_vel", tmp_path / "a", {numerics.WORKERS_ENV: "1"}, conditioned)
+    threads = {products.THREADS_ENV: "3", products.MIN_WORK_ENV: "0"}
+    three = collect("sparse_cheetah_vel", tmp_path / "b", threads, conditioned)
+    assert one == three

@@ -104,3 +104,107 @@ def test_other_dtypes_keep_pytorchs_kernels(dtype, gen):
 def test_bad_operands_get_pytorchs_own_errors(call, said):
     with pytest.raises(RuntimeError, match=said):
         call()
+
+
+# --- threads: a product cut into bands of rows is the uncut product, bit for bit ----------
+
+
+@pytest.fixture
+def banded():
+    """Products on several threads, every product cut (no threshold); one thread after."""
+    yield lambda threads: products.use_threads(threads, min_work=0)
+    products.use_threads(1, min_work=products.MIN_WORK)
+
+
+def test_bands_cut_at_multiples_of_the_kernels_tile():
+    for rows in (24, 25, 35, 36, 100, 1600, 1601):
+        for threads in (2, 3, 4, 7, 16):
+            bands = products.bands(rows, threads)
+            edges = [start for start, _ in bands] + [bands[-1][1]]
+            assert edges[0] == 0 and edges[-1] == rows and edges == sorted(set(edges))
+            assert all(cut % products.BAND == 0 for cut in edges[:-1])
+            assert all(end - start >= products.BAND for start, end in bands)
+            assert 2 <= len(bands) <= threads
+    assert products.bands(1600, 2) == [(0, 792), (792, 1600)]
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_banded_products_are_the_uncut_ones_to_the_bit(threads, banded, gen):
+    """Every row count, inner size and layout a network's forward and backward passes give
+    (a transposed operand read in place, a stack of matrices, a bias added): the same bits."""
+    cases = []
+    for rows in (24, 25, 37, 100, 256, 803):
+        for inner in (1, 2, 20, 27, 256, 321, 700):
+            for columns in (2, 6, 17, 256):
+                a = torch.randn(rows, inner, generator=gen)
+                b = torch.randn(inner, columns, generator=gen)
+                cases.append((a, b))
+                cases.append((torch.randn(inner, rows, generator=gen).t(), b))  # a.t() in place
+                cases.append((a, torch.randn(columns, inner, generator=gen).t()))
+    stacks = [
+        (torch.randn(3, 61, 27, generator=gen), torch.randn(3, 27, 40, generator=gen)),
+        (torch.randn(2, 33, 200, generator=gen).transpose(1, 2), torch.randn(2, 33, 7)),
+        (torch.randn(2, 1600, 27, generator=gen), torch.randn(2, 40, 27).transpose(1, 2)),
+    ]
+    bias = torch.randn(1, generator=gen)
+    whole = [torch.mm(a, b) for a, b in cases]
+    whole_added = [torch.addmm(bias, a, b, alpha=0.5) for a, b in cases[::7]]
+    whole_stacked = [torch.bmm(a, b) for a, b in stacks]
+    whole_stacked_added = [torch.baddbmm(bias, a, b, beta=2) for a, b in stacks]
+    banded(threads)
+    same = [torch.equal(x, torch.mm(a, b)) for x, (a, b) in zip(whole, cases, strict=True)]
+    assert same == [True] * len(cases)
+    for x, (a, b) in zip(whole_added, cases[::7], strict=True):
+        assert torch.equal(x, torch.addmm(bias, a, b, alpha=0.5))
+    for x, y, (a, b) in zip(whole_stacked, whole_stacked_added, stacks, strict=True):
+        assert torch.equal(x, torch.bmm(a, b))
+        assert torch.equal(y, torch.baddbmm(bias, a, b, beta=2))
+        assert torch.equal(x, ours(a, b))  # still numpy's product of the same operands
+
+
+def test_a_training_step_on_two_threads_is_the_one_thread_step(banded):
+    """A conditioned SAC update (networks shared by 40 tasks, the long builds' learner), the
+    products cut into bands: the same parameters after three steps, to the bit."""
+    from components.rl.sac import TaskConditionedSAC
+    from components.transitions import Transitions
+
+    def trained():
+        torch.manual_seed(0)
+        agent = TaskConditionedSAC(
+            n_tasks=40, obs_dim=20, act_dim=6, hidden=(64, 64), task_features=torch.randn(40, 1)
+        )
+        g = torch.Generator().manual_seed(1)
+        data = Transitions(
+            obs=torch.randn(40, 8, 20, generator=g),
+            action=torch.rand(40, 8, 6, generator=g) * 2 - 1,
+            reward=torch.randn(40, 8, generator=g),
+            sparse_reward=torch.zeros(40, 8),
+            next_obs=torch.randn(40, 8, 20, generator=g),
+            terminated=torch.zeros(40, 8),
+            truncated=torch.zeros(40, 8),
+        )
+        for _ in range(3):
+            agent.update(data)
+        return [p.detach().clone() for p in agent.parameters()]
+
+    one = trained()
+    banded(2)
+    two = trained()
+    assert len(one) == len(two) > 0
+    assert all(torch.equal(x, y) for x, y in zip(one, two, strict=True))
+
+
+def test_x_times_its_own_transpose_is_left_whole(banded, gen):
+    """numpy computes x @ x.T by a symmetric routine: cutting it would change its bits."""
+    x = torch.randn(48, 30, generator=gen)
+    whole = torch.mm(x, x.t())
+    banded(2)
+    assert torch.equal(torch.mm(x, x.t()), whole)
+    assert torch.equal(whole, ours(x, x.t()))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_a_thread_count_that_is_not_a_whole_number_is_refused(bad):
+    with pytest.raises(products.ProductsError, match="expected a whole number ≥ 1"):
+        products.use_threads(bad)
+    assert products.threads() == 1
