@@ -10,6 +10,8 @@ change in the machine's speed reaches both alike; every figure is a ratio within
   behaviour policy at the long builds' sizes, which a build makes per environment step: one
   task's own SAC (the Fwd-Back families: 256-256, batch 256) and the conditioned SAC of
   Sparse-Cheetah-Vel (one network for 100 tasks, 256-256, 16 transitions per task);
+- threads: the same steps portable with the products cut into bands on every core
+  (components/products.py: the same bits as on one thread);
 - build: the same short Sparse-Point-Robot build (`tools/collect.py`, timed as a whole
   command), free in one piece on all cores against portable in its two blocks on one worker
   process per core (how a build runs now), and portable in one piece on one worker (the
@@ -30,6 +32,7 @@ import numpy as np
 
 import components.machine as machine
 import components.numerics as numerics
+import components.products as products
 from components.benchmarks.commands import tool_command
 from components.benchmarks.tables import table as _table
 
@@ -96,9 +99,15 @@ def behaviour_update_ms(quick: bool, conditioned: bool = False) -> float:
     return float(np.median(times))
 
 
+BANDED = "portable, products on every core"  # portable steps, products on all cores
+
+
 def _env(mode: str) -> dict[str, str]:
-    """A measuring process's environment: portable, or free with torch's own thread count."""
-    env = numerics.child_env(mode)
+    """A measuring process's environment: portable (products on one thread, or on every core
+    for BANDED), or free with torch's own thread count."""
+    env = numerics.child_env(numerics.PORTABLE if mode == BANDED else mode)
+    if mode != numerics.FREE:
+        env[products.THREADS_ENV] = str(_cores() if mode == BANDED else 1)
     if mode == numerics.FREE:
         for threads in numerics.THREADS:
             env.pop(threads, None)
@@ -123,7 +132,16 @@ BUILDS = {  # name: (numerics, extra bindings)
     "free, one piece": (numerics.FREE, ("behaviour_sac.blocks = 1",)),
     "portable, two blocks on workers": (numerics.PORTABLE, ()),
     "portable, one piece, one worker": (numerics.PORTABLE, ("behaviour_sac.blocks = 1",)),
+    "portable, one piece, products on every core": (BANDED, ("behaviour_sac.blocks = 1",)),
 }
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _numerics(mode: str) -> str:
+    return numerics.PORTABLE if mode == BANDED else mode
 
 
 def _measure_build(name: str, quick: bool) -> float:
@@ -136,7 +154,7 @@ def _measure_build(name: str, quick: bool) -> float:
         args = ["--env", "sparse_point_robot", "--scale", scale, "--out", store]
         began = time.perf_counter()
         proc = subprocess.run(
-            tool_command("collect", [*args, *bindings, "--numerics", mode]),
+            tool_command("collect", [*args, *bindings, "--numerics", _numerics(mode)]),
             capture_output=True,
             text=True,
             env=_env(mode),
@@ -150,7 +168,11 @@ def _measure_build(name: str, quick: bool) -> float:
 
 def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     rounds = 1 if quick else 3
-    steps: dict[str, list[dict[str, float]]] = {numerics.FREE: [], numerics.PORTABLE: []}
+    steps: dict[str, list[dict[str, float]]] = {
+        numerics.FREE: [],
+        numerics.PORTABLE: [],
+        BANDED: [],
+    }
     builds: dict[str, list[float]] = {name: [] for name in BUILDS}
     for _ in range(rounds):
         for mode, kept in steps.items():
@@ -165,12 +187,16 @@ def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
     for row, config in names.items():
         free = float(np.median([r[row] for r in steps[numerics.FREE]]))
         pinned = float(np.median([r[row] for r in steps[numerics.PORTABLE]]))
+        banded = float(np.median([r[row] for r in steps[BANDED]]))
         rows.append(
             {
                 "config": config,
                 "free_ms": free,
                 "portable_ms": pinned,
                 "portable_vs_free": pinned / free,
+                "banded_ms": banded,
+                "banded_vs_portable": banded / pinned,
+                "product_threads": _cores(),
                 "rounds": rounds,
                 "machine": cpu,
             }
@@ -195,6 +221,8 @@ def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
             "free ms": "{free_ms:.1f}",
             "portable ms": "{portable_ms:.1f}",
             "portable ÷ free": "{portable_vs_free:.2f}",
+            "products on every core, ms": "{banded_ms:.1f}",
+            "÷ one thread": "{banded_vs_portable:.2f}",
             "build s": "{seconds:.1f}",
             "÷ free build": "{vs_free_build:.2f}",
         },

@@ -25,8 +25,10 @@ def test_quick_bench_writes_well_formed_json(tmp_path):
         step = costs[row]
         assert step["portable_ms"] > 0 and step["free_ms"] > 0
         assert step["portable_vs_free"] == pytest.approx(step["portable_ms"] / step["free_ms"])
+        assert step["banded_ms"] > 0 and step["product_threads"] >= 1
+        assert step["banded_vs_portable"] == pytest.approx(step["banded_ms"] / step["portable_ms"])
     builds = [row for name, row in costs.items() if name.startswith("build: ")]
-    assert len(builds) == 3 and all(row["seconds"] > 0 for row in builds)
+    assert len(builds) == 4 and all(row["seconds"] > 0 for row in builds)
     assert costs["build: free, one piece"]["vs_free_build"] == 1.0
     for row in rows.values():
         assert row["single_steps_per_s"] > 0 and row["batched_sync_steps_per_s"] > 0
