@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import components.numerics as numerics
+import components.products as products
 from components.checkout import checkout_env
 from components.outputs.checkpoint import CHECKPOINT
 from components.sweep import worker
@@ -185,6 +186,7 @@ def _worker(job: Job, call: str, arguments: dict, lock_fd: int) -> subprocess.Co
     job.log.parent.mkdir(parents=True, exist_ok=True)
     threads = str(job.threads)
     env = checkout_env({**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    env.setdefault(products.THREADS_ENV, threads)  # a dataset it builds keeps to its budget too
     env = numerics.child_env(job.spec.numerics, env)
     env["COLUMNS"] = "200"
     command = worker.command(call, arguments)
