@@ -49,6 +49,10 @@ THREADS_ENV = "FOCALPP_PRODUCT_THREADS"  # threads a process's products may use 
 MIN_WORK_ENV = "FOCALPP_PRODUCT_MIN_WORK"  # multiply-adds below which a product is not cut
 BAND = 12  # rows: how OpenBLAS's Haswell sgemm tiles a product's rows (3 × its unroll of 4)
 MIN_WORK = 1 << 22  # about 0.1 ms of one core's products: less is not worth a thread's handoff
+# OpenBLAS restarts its tiling of the rows every GEMM_R rows (a constant of its build, at least
+# 25,872 for x86-64 buffers). Bands were exact across that too (checked to 220,000 rows), but
+# taller products stay whole: nothing here multiplies them, and no test covers them
+MAX_ROWS = 16_384
 
 
 class ProductsError(FocalppError, ValueError):
@@ -168,7 +172,7 @@ def _kernels():
         rows, columns = x.shape[-2], y.shape[-1]
         if (
             _bands.threads == 1
-            or rows < 2 * BAND
+            or not 2 * BAND <= rows <= MAX_ROWS
             or columns < 2  # numpy takes a matrix-vector routine here: keep it whole
             or x.size * columns < _bands.min_work  # its multiply-adds, every matrix of a stack
             or np.may_share_memory(x, y)  # numpy may take a symmetric routine (x @ x.T)
