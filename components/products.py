@@ -48,7 +48,7 @@ REPLACED = ("mm", "addmm", "bmm", "baddbmm")
 THREADS_ENV = "FOCALPP_PRODUCT_THREADS"  # threads a process's products may use (default 1)
 MIN_WORK_ENV = "FOCALPP_PRODUCT_MIN_WORK"  # multiply-adds below which a product is not cut
 BAND = 12  # rows: how OpenBLAS's Haswell sgemm tiles a product's rows (3 × its unroll of 4)
-MIN_WORK = 1 << 22  # about 0.1 ms of one core's products: less is not worth a thread's handoff
+MIN_WORK = 1 << 26  # ~1.5 ms of one core's work; smaller products gained nothing in bands (docs)
 # OpenBLAS restarts its tiling of the rows every GEMM_R rows (a constant of its build, at least
 # 25,872 for x86-64 buffers). Bands were exact across that too (checked to 220,000 rows), but
 # taller products stay whole: nothing here multiplies them, and no test covers them
