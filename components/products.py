@@ -133,11 +133,6 @@ def use_threads(n: int, *, min_work: int | None = None) -> None:
         _bands.min_work = min_work
 
 
-def min_work() -> int:
-    """The fewest multiply-adds a product has before it is cut into bands."""
-    return _bands.min_work
-
-
 def bands(rows: int, threads: int) -> list[tuple[int, int]]:
     """[start, end) of up to `threads` bands of `rows` rows, cut at multiples of `BAND`."""
     tiles = rows // BAND

@@ -35,6 +35,7 @@ import components.numerics as numerics
 import components.products as products
 from components.benchmarks.commands import tool_command
 from components.benchmarks.tables import table as _table
+from components.data.blocks import build_cores
 
 ROOT = Path(__file__).resolve().parents[2]
 STEP_ROWS = ("focal", "focalpp")
@@ -107,7 +108,7 @@ def _env(mode: str) -> dict[str, str]:
     for BANDED), or free with torch's own thread count."""
     env = numerics.child_env(numerics.PORTABLE if mode == BANDED else mode)
     if mode != numerics.FREE:
-        env[products.THREADS_ENV] = str(_cores() if mode == BANDED else 1)
+        env[products.THREADS_ENV] = str(build_cores() if mode == BANDED else 1)
     if mode == numerics.FREE:
         for threads in numerics.THREADS:
             env.pop(threads, None)
@@ -134,10 +135,6 @@ BUILDS = {  # name: (numerics, extra bindings)
     "portable, one piece, one worker": (numerics.PORTABLE, ("behaviour_sac.blocks = 1",)),
     "portable, one piece, products on every core": (BANDED, ("behaviour_sac.blocks = 1",)),
 }
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _numerics(mode: str) -> str:
@@ -196,7 +193,7 @@ def bench_numerics(quick: bool, figures_dir: Path | None = None) -> list[dict]:
                 "portable_vs_free": pinned / free,
                 "banded_ms": banded,
                 "banded_vs_portable": banded / pinned,
-                "product_threads": _cores(),
+                "product_threads": build_cores(),
                 "rounds": rounds,
                 "machine": cpu,
             }
