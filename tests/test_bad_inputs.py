@@ -1571,6 +1571,17 @@ CASES: dict[str, tuple[Prepare, str]] = {
         headline_file('benchmark = "Nowhere"\nenvs = ["a"]\npaper = "nowhere"\n'),
         "has paper = 'nowhere': expected a record, a folder under",
     ),
+    "headline entry reading its own folder as a record": (
+        headline_file('benchmark = "Here"\nenvs = ["a"]\npaper = "."\n'),
+        "has paper = '.': expected a record, a folder under",
+    ),
+    "headline entry naming references for a form it does not read": (
+        headline_file(
+            'benchmark = "B"\nenvs = ["a"]\npaper = "record"\n'
+            'references = {paper = "record", coupled = "record"}\n'
+        ),
+        "or a table naming one for each form whose record it names (paper)",
+    ),
     "headline entry naming a record for a cell it calls empty": (
         headline_file('benchmark = "B"\nenvs = ["a"]\npaper = "record"\nempty = {paper = "x"}\n'),
         "both names a record for its paper cell and says why it is empty",

@@ -27,7 +27,10 @@ A benchmark may name the record of its floor and ceiling of task inference (`ref
 only the tasks where the two differ by their interval, in the benchmark's `measure` (its score,
 or `success rate`), enter its cells; the count of tasks says how many of the listed ones that
 is (at the CPU scale, on Meta-World's published recipe, the context can matter in score on
-reach-wall alone).
+reach-wall alone). One record serves both forms (read at the benchmark's label); where a form's
+rows were trained otherwise than the paper's (the coupled rows' learning-rate schedule reaches
+every learner), each form names its own (`references = {paper = "…", coupled = "…"}`, read at
+the form's label), and each cell counts the tasks its own floor and ceiling keep.
 """
 
 from __future__ import annotations
@@ -129,12 +132,14 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
         )
     if len(set(envs)) != len(envs):
         raise FocalppError(f"{where} ({row['benchmark']}) lists an environment twice: {envs}")
-    for key in ("paper", "coupled", "references"):
-        if key in row and not (isinstance(row[key], str) and (root / row[key]).is_dir()):
+    for key in ("paper", "coupled"):
+        if key in row and not _is_record(root, row[key]):
             raise FocalppError(
                 f"{where} ({row['benchmark']}) has {key} = {row[key]!r}: expected a record, a "
                 f"folder under {root}"
             )
+    _check_references(row, where, root)
+
     label = row.get("label", "")
     if not isinstance(label, str) or (label and not label.strip()):
         raise FocalppError(
@@ -167,6 +172,33 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
             )
 
 
+def _is_record(root: Path, value: Any) -> bool:
+    """A folder under the headline file's (never that folder itself)."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    folder = root / value
+    return folder.is_dir() and folder.resolve() != root.resolve()
+
+
+def _check_references(row: dict[str, Any], where: str, root: Path) -> None:
+    """`references` is one record, or a table naming one for each form whose record the
+    benchmark names (and for no other)."""
+    refs = row.get("references")
+    if refs is None or _is_record(root, refs):
+        return
+    named = [key for key, _ in FORMS if key in row]
+    if not (
+        isinstance(refs, dict)
+        and sorted(refs) == sorted(named)
+        and all(_is_record(root, r) for r in refs.values())
+    ):
+        raise FocalppError(
+            f"{where} ({row['benchmark']}) has references = {refs!r}: expected a record (a "
+            f"folder under {root}) or a table naming one for each form whose record it names "
+            f"({', '.join(named) or 'none'})"
+        )
+
+
 def headline(path: Path) -> Table:
     """The headline table of the benchmarks in `path`, records read from its folder."""
     root = Path(path).parent
@@ -176,7 +208,8 @@ def headline(path: Path) -> Table:
         seeds, encoders, steps, precisions, gaps = {}, {}, {}, {}, {}
         measure = MEASURES[bench.get("measure", "score")]
         envs, references, label = bench["envs"], {}, bench.get("label", "")
-        if bench.get("references"):
+        per_form = isinstance(bench.get("references"), dict)
+        if bench.get("references") and not per_form:
             references = _references(root / bench["references"], envs, measure, label)
             envs = [env for env in envs if env in references]
         if not envs:
@@ -190,6 +223,14 @@ def headline(path: Path) -> Table:
                 cells += ["-", "-"]
                 continue
             record = root / bench[key]
+            if per_form:  # this form's own floor and ceiling choose its tasks
+                own = root / bench["references"][key]
+                references = _references(own, bench["envs"], measure, form_label or label)
+                envs = [env for env in bench["envs"] if env in references]
+                if not envs:
+                    cells += ["-", CANNOT]
+                    seeds[key] = f"0 of {len(bench['envs'])} tasks"
+                    continue
             found = read_or_refusal(
                 partial(
                     _checked, name, key, record, envs, form_label or label, measure, references

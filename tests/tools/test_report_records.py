@@ -578,6 +578,70 @@ def test_a_headline_counts_only_the_tasks_where_the_context_can_matter(tmp_path)
     assert "0 of 2 tasks | the context cannot matter here" in rows["none"]
 
 
+def test_a_headline_form_may_name_its_own_floor_and_ceiling(tmp_path):
+    """`references` as a table names each form's own floor and ceiling, read at that form's
+    label: the paper's form alone reads as with one record; a coupled form whose record holds
+    no floor and ceiling labelled `coupled` is refused, naming the record and the task."""
+    results = RESULTS.as_posix()
+    spec = tmp_path / "headline.toml"
+    head = (
+        '[[benchmark]]\nbenchmark = "score"\nenvs = ["ml1pub_sweep", "ml1pub_reach_wall"]\n'
+        f'paper = "{results}/metaworld_published"\n'
+    )
+    spec.write_text(head + f'references = {{paper = "{results}/metaworld_published/references"}}\n')
+    shown = cli("report", "--headline", str(spec))
+    assert shown.returncode == 0, shown.stderr
+    assert "10 v 10 × 1 of 2 tasks | 0.81 [0.60, 0.97] | reproduced" in shown.stdout
+    spec.write_text(
+        head
+        + f'coupled = "{results}/metaworld_published/coupled"\n'
+        + f'references = {{paper = "{results}/metaworld_published/references", '
+        + f'coupled = "{results}/metaworld_published/references"}}\n'
+    )
+    refused = cli("report", "--headline", str(spec))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "holds no floor and ceiling runs labelled 'coupled' on ml1pub_sweep" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        'references = {shared = "rows"}',  # no such form
+        'references = {paper = "rows", coupled = "rows"}',  # a form without a record
+        "references = {}",  # the paper's form names a record, so a table must name its own
+        "references = {paper = 3}",
+        'references = {paper = "nowhere"}',
+        'references = ""',
+        'references = "."',
+        "references = 3",
+    ],
+)
+def test_a_headline_refuses_references_it_cannot_read(tmp_path, entry):
+    import shutil
+
+    shutil.copytree(RESULTS / "paper_blocks" / "rows", tmp_path / "rows")
+    spec = tmp_path / "headline.toml"
+    spec.write_text(
+        '[[benchmark]]\nbenchmark = "SPR"\nenvs = ["sparse_point_robot"]\npaper = "rows"\n'
+        + f"{entry}\n"
+    )
+    result = cli("report", "--headline", str(spec))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "has references = " in result.stderr
+    assert "or a table naming one for each form whose record it names (paper)" in result.stderr
+
+
+@pytest.mark.parametrize("record", ['""', '"."', '"nowhere"', "3"])
+def test_a_headline_refuses_a_record_that_is_no_folder_under_it(tmp_path, record):
+    spec = tmp_path / "headline.toml"
+    spec.write_text(
+        f'[[benchmark]]\nbenchmark = "SPR"\nenvs = ["sparse_point_robot"]\npaper = {record}\n'
+    )
+    result = cli("report", "--headline", str(spec))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "has paper = " in result.stderr and "expected a record, a folder under" in result.stderr
+
+
 def test_every_verdict_word_follows_the_one_rule():
     """Each P [low, high] on the README's and the results page's tables stands beside the verdict
     word the one rule gives it (components/reports/intervals.verdict)."""
