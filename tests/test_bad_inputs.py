@@ -1534,6 +1534,26 @@ CASES: dict[str, tuple[Prepare, str]] = {
         records_of(edited_meta_test(step="1000")),
         "has step = '1000', expected an integer ≥ 0",
     ),
+    "records of an unfinished run": (
+        records_of(lambda run: (run / "eval.json").unlink()),
+        "the run has not finished (it has no eval.json)",
+    ),
+    "records of a run with a damaged eval.json": (
+        records_of(lambda run: (run / "eval.json").write_text('{"test_return_mean": 1')),
+        "eval.json is not valid JSON",
+    ),
+    "records of a run whose eval.json is a list": (
+        records_of(lambda run: (run / "eval.json").write_text("[1, 2]")),
+        "eval.json is not a run's record (expected a JSON object with 'test_return_mean')",
+    ),
+    "records of a run whose analysis.json is not text": (
+        records_of(lambda run: (run / "analysis.json").write_bytes(b"\xff\xfe{")),
+        "analysis.json is not valid JSON",
+    ),
+    "records of a run without metrics.jsonl": (
+        records_of(lambda run: (run / "metrics.jsonl").unlink()),
+        "metrics.jsonl (No such file or directory)",
+    ),
     "report of a run with a damaged metrics.jsonl": (
         report_to(glued_metrics),
         "metrics.jsonl line 2 is not valid JSON",

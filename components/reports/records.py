@@ -178,13 +178,34 @@ def _line(record: dict) -> str:
 def _read_run_dir(run_dir: Path, name: str) -> dict[str, Any]:
     record = read_run_record(run_dir, doing="record")
     run = {**record, "run": name}
-    run["eval"] = json.loads((run_dir / "eval.json").read_text())
+    if not (run_dir / "eval.json").is_file():
+        raise FocalppError(
+            f"cannot record {run_dir}: the run has not finished (it has no eval.json); finish "
+            f"it (python tools/run.py --resume {run_dir}) or leave it out of the record"
+        )
+    run["eval"] = read_json_record(run_dir / "eval.json", "test_return_mean", "the record")
     check_numbers(run["eval"], run_dir / "eval.json")  # a NaN is refused here, not recorded
     analysis = run_dir / "analysis.json"
-    run["analysis"] = json.loads(analysis.read_text()) if analysis.is_file() else {}
+    run["analysis"] = read_json_record(analysis, None, "the record") if analysis.is_file() else {}
     check_analysis(run["analysis"], analysis)
     run["metrics"] = [m for m in read_checked_metrics(run_dir) if m.get("kind") == "eval"]
     return run
+
+
+def read_json_record(path: Path, required: str | None, leave_out: str) -> dict[str, Any]:
+    """A run's JSON file (eval.json, analysis.json) as an object, or an error that names the
+    damaged file and says to restore it or leave the run out of `leave_out`."""
+    fix = f"the run directory is damaged; restore the file or leave that run out of {leave_out}"
+    try:
+        record = json.loads(path.read_text())
+    except OSError as e:
+        raise FocalppError(f"cannot read {path} ({e.strerror}): {fix}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FocalppError(f"{path} is not valid JSON ({e}): {fix}") from e
+    if not isinstance(record, dict) or (required is not None and required not in record):
+        want = f" with {required!r}" if required else ""
+        raise FocalppError(f"{path} is not a run's record (expected a JSON object{want}): {fix}")
+    return record
 
 
 def read_checked_metrics(run_dir: Path) -> list[dict[str, Any]]:

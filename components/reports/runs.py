@@ -4,7 +4,6 @@ grouped by (env, scale, recipe)."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from components.reports.records import (
     check_numbers,
     is_records,
     read_checked_metrics,
+    read_json_record,
     read_records,
 )
 from components.reports.tables import Groups, recipe_stem
@@ -61,32 +61,16 @@ def find_runs(paths: Sequence[Path]) -> tuple[list[dict], list[str]]:
                 others.append(f"unfinished (no eval.json): {run_dir}")
                 continue
             run = read_run_record(run_dir, doing="report")
-            run["eval"] = _record(run_dir / "eval.json", "test_return_mean")
+            run["eval"] = read_json_record(run_dir / "eval.json", "test_return_mean", "the report")
             check_numbers(run["eval"], run_dir / "eval.json")
             analysis = run_dir / "analysis.json"
-            run["analysis"] = _record(analysis) if analysis.is_file() else {}
+            run["analysis"] = (
+                read_json_record(analysis, None, "the report") if analysis.is_file() else {}
+            )
             check_analysis(run["analysis"], analysis)
             run["dir"] = run_dir
             finished.append(run)
     return finished, others
-
-
-def _record(path: Path, required: str | None = None) -> dict:
-    """A run's JSON record, or an error that names the damaged file."""
-    try:
-        record = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FocalppError(
-            f"{path} is not valid JSON ({e}): the run directory is damaged; restore the file "
-            f"or leave that run out of the report"
-        ) from e
-    if not isinstance(record, dict) or (required is not None and required not in record):
-        raise FocalppError(
-            f"{path} is not a run's record (expected a JSON object"
-            f"{f' with {required!r}' if required else ''}): the run directory is damaged; "
-            "restore the file or leave that run out of the report"
-        )
-    return record
 
 
 def check_distinct_seeds(grouped: dict[tuple[str, str, str], list[dict]]) -> None:
