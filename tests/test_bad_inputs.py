@@ -623,10 +623,11 @@ LONG = "x" * 300  # a name longer than file systems take (255 bytes)
 HOLDERS: list[subprocess.Popen] = []  # processes holding a run's lock until this one ends
 
 
-def held_run(world: World, case: Path) -> Path:
-    """A stopped run that another real process holds the lock of (as a training one does);
-    that process lets go when its stdin closes, at the latest when the tests end."""
-    run_dir = copied_run(world, case, drop=("eval.json",))
+def held_run(world: World, case: Path, drop: tuple[str, ...] = ("eval.json",)) -> Path:
+    """A stopped run (finished, with `drop=()`) that another real process holds the lock of (as
+    a training one does); that process lets go when its stdin closes, at the latest when the
+    tests end."""
+    run_dir = copied_run(world, case, drop=drop)
     code = "import sys\nfrom components.outputs.run_dir import run_lock\n"
     code += "with run_lock(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n"
     holder = subprocess.Popen(
@@ -641,9 +642,10 @@ def held_run(world: World, case: Path) -> Path:
     return run_dir
 
 
-def moved_plugin_run(world: World, case: Path) -> Path:
-    """A stopped run made with `--plugin FILE` whose file is no longer where run.json says."""
-    run_dir = copied_run(world, case, drop=("eval.json",))
+def moved_plugin_run(world: World, case: Path, drop: tuple[str, ...] = ("eval.json",)) -> Path:
+    """A stopped run (finished, with `drop=()`) made with `--plugin FILE` whose file is no
+    longer where run.json says."""
+    run_dir = copied_run(world, case, drop=drop)
     record = json.loads((run_dir / "run.json").read_text())
     record["plugins"] = [str(case / "moved-away" / "my_plugin.py")]
     (run_dir / "run.json").write_text(json.dumps(record))
@@ -1270,8 +1272,16 @@ CASES: dict[str, tuple[Prepare, str]] = {
         "--analyses '' names no analysis",
     ),
     "analysis of a run whose plugin file moved": (
-        analyze(moved_plugin_run, "--analyses", "embedding_variance"),
+        analyze(lambda w, c: moved_plugin_run(w, c, drop=()), "--analyses", "embedding_variance"),
         "say where it is now with --plugin NEW_PATH/my_plugin.py",
+    ),
+    "analysis of an unfinished run": (
+        analyze(lambda w, c: copied_run(w, c, drop=("eval.json",))),
+        "the run has not finished (it has no eval.json), so its checkpoint is not its final state",
+    ),
+    "analysis of a run another process holds": (
+        analyze(lambda w, c: held_run(w, c, drop=()), "--analyses", "embedding_variance"),
+        "cannot analyse",
     ),
     # dataset collection
     "collect: negative environment steps": (

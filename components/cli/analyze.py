@@ -3,11 +3,12 @@
     python tools/analyze.py RUN_DIR [...] [--analyses NAME,...] [--gin_param 'name.arg = v']
         [--plugin MODULE_OR_FILE]
 
-Rebuilds each run's algorithm from its run.json and checkpoint (the last meta-test's state),
-runs the chosen analyses (registered analyses; default: all below) and merges their
-results into RUN_DIR/analysis.json; figures go to RUN_DIR/figures/. `tools/report.py` tabulates
-them. `--plugin` loads analyses of one's own, and says where a run's plugin file is now if it
-moved (a plugin file of the same name as the one run.json records).
+Rebuilds each finished run's algorithm from its run.json and checkpoint (the last meta-test's
+state; a run still training, or stopped before its end, is refused), runs the chosen analyses
+(registered analyses; default: all below) and merges their results into RUN_DIR/analysis.json;
+figures go to RUN_DIR/figures/. `tools/report.py` tabulates them. `--plugin` loads analyses of
+one's own, and says where a run's plugin file is now if it moved (a plugin file of the same name
+as the one run.json records).
 
   embedding_variance   Table 2: variance of task vectors over context batches
   task_vectors         can the task be read from z: ridge read-out error, identification,
@@ -33,7 +34,7 @@ from rich.markup import escape
 from components.cli.parser import ToolParser
 from components.evaluation.analyses import NAMES as ANALYSES  # registers them
 from components.evaluation.analyses import scalars
-from components.experiment.trained import analyse
+from components.experiment.trained import analyse_finished
 from components.outputs.console import out, run_tool
 from components.reports.contracts import check_analyses
 from registry import FocalppError, load_plugin
@@ -65,7 +66,7 @@ def execute(args: argparse.Namespace) -> int:
         )
     check_analyses(names)  # misspelt, or breaking its kind's contract (names no section)
     for run_dir in args.runs:
-        results = analyse(run_dir, names, args.gin_param, args.plugin)
+        results = analyse_finished(run_dir, names, args.gin_param, args.plugin)
         out.print(f"[bold]{escape(str(run_dir))}[/]")
         for name in names:
             out.print(escape(f"  {name}: {scalars(results[name])}"))

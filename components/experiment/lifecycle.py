@@ -21,7 +21,7 @@ import components.numerics as numerics
 from components.experiment.resume import check_one_recipe, recorded_run
 from components.experiment.run import Finished, train
 from components.experiment.trained import analyse as _analyse
-from components.experiment.trained import load_trained
+from components.experiment.trained import analyse_finished, load_trained
 from components.outputs.run_dir import run_lock
 from components.outputs.run_record import compose_recorded, pending_analyses
 from registry import Composition, FocalppError
@@ -117,5 +117,5 @@ def analyse(
 ) -> dict[str, Any]:
     """Run the registered analyses `names` on the finished run, into its analysis.json; their
     results by name."""
-    results = _analyse(Path(run_dir), list(names), plugins=plugins)
+    results = analyse_finished(Path(run_dir), list(names), plugins=plugins)
     return {name: results[name] for name in names}

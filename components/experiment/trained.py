@@ -1,6 +1,7 @@
 """A trained run rebuilt from its run directory: `load_trained` (the algorithm, its checkpoint's
-networks loaded) and `analyse` (registered analyses run on it, into analysis.json). Both rebuild
-the run from the configuration its run.json keeps."""
+networks loaded) and `analyse` (registered analyses run on it, into analysis.json;
+`analyse_finished` from outside the run's own process). Both rebuild the run from the
+configuration its run.json keeps."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from components.outputs.checkpoint import (
     load_checkpoint,
 )
 from components.outputs.console import out
-from components.outputs.run_dir import ANALYSIS, atomic_write_text
+from components.outputs.run_dir import ANALYSIS, atomic_write_text, run_lock
 from components.outputs.run_record import compose_recorded, read_run_record, relocated_plugins
 from registry import FocalppError, RunContext, get
 from registry.parsing import parse_bindings
@@ -77,3 +78,22 @@ def analyse(
     finally:
         trained.loop.meta_test.close()
     return results
+
+
+def analyse_finished(
+    run_dir: Path, names: Sequence[str], bindings: Sequence[str] = (), plugins: Sequence[str] = ()
+) -> dict:
+    """`analyse` asked from outside the run's own process (tools/analyze.py, the library):
+    refused where the run has not finished, since its checkpoint is then not its final state
+    and the run would later merge its own results beside these, and done holding the run's
+    lock, so that no process trains or analyses it meanwhile."""
+    run_dir = Path(run_dir)
+    read_run_record(run_dir, doing="analyse")  # a folder that is no run says so first
+    if not (run_dir / "eval.json").is_file():
+        raise FocalppError(
+            f"cannot analyse {run_dir}: the run has not finished (it has no eval.json), so its "
+            f"checkpoint is not its final state; finish it first (python tools/run.py --resume "
+            f"{run_dir}), or wait for the process that trains it"
+        )
+    with run_lock(run_dir, doing="analyse"):
+        return analyse(run_dir, names, bindings, plugins)

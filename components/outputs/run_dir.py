@@ -258,7 +258,7 @@ def _lock(run_dir: Path, doing: str) -> int:
             os.close(fd)
             raise FocalppError(
                 f"cannot {doing} {run_dir}: another process is training it (it holds {path}); "
-                "wait for it to end, or stop it, then resume"
+                "wait for it to end (or stop it and resume it), then try again"
             ) from None
         if _same_file(fd, path):
             return fd

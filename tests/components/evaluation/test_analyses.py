@@ -259,3 +259,29 @@ def test_an_analysis_that_fails_leaves_no_figures_folder_behind(tiny_run, tmp_pa
     r = cli("analyze", str(run), "--analyses", "fails_half_way", "--plugin", str(plugin))
     assert r.returncode != 0 and "measured nothing" in r.stderr
     assert not (run / "figures").exists() and not (run / "analysis.json").exists()
+
+
+def test_the_library_analyses_finished_runs_only_and_holds_their_lock(tiny_run, tmp_path):
+    """`components.experiment.analyse` refuses a run that has not finished (its checkpoint is
+    not its final state, and the run would later merge its own results beside these), writing
+    nothing; on a finished run it runs while holding the run's lock, and lets go of it."""
+    import shutil
+
+    from components.experiment import analyse
+    from components.outputs.run_dir import run_lock
+    from registry import FocalppError
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run, ignore=shutil.ignore_patterns("figures", "analysis.json"))
+    (run / "eval.json").rename(tmp_path / "eval.json")
+    before = sorted(p.name for p in run.iterdir())
+    with pytest.raises(FocalppError, match=r"has not finished \(it has no eval.json\)"):
+        analyse(run, ["embedding_variance"])
+    assert sorted(p.name for p in run.iterdir()) == before
+    (tmp_path / "eval.json").rename(run / "eval.json")
+    with run_lock(run), pytest.raises(FocalppError, match="is training it"):
+        analyse(run, ["embedding_variance"])  # the lock is held (here, as a trainer would)
+    assert not (run / "analysis.json").exists()
+    results = analyse(run, ["embedding_variance"])
+    assert results["embedding_variance"]["embedding_variance"] >= 0
+    assert not (run / ".lock").exists()  # given back
