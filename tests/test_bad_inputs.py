@@ -237,6 +237,21 @@ def study(text: str, *extra: str) -> Prepare:
 GOOD_STUDY = 'name = "s"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\nseeds = [0]\n'
 
 
+def study_into_a_record(record_line: str, folder: str) -> Prepare:
+    """A study given `--records` of a committed record under results/: refused before anything
+    is read or written, the record left as it was (`--dry-run`, so that a guard that let it
+    through would still train nothing into the repository's record)."""
+
+    def prepare(world: World, case: Path):
+        path = case / "study.toml"
+        path.write_text(GOOD_STUDY + record_line)
+        out, records = case / "study", ROOT / "results" / folder
+        args = [str(path), "--out", str(out), "--records", str(records), "--dry-run"]
+        return "sweep", args, [out], [records]
+
+    return prepare
+
+
 def study_binding_nothing(world: World, case: Path):
     """Two runs whose study binds a part no run builds: the first is refused, the second is
     not started (the study halts) rather than refused in its turn."""
@@ -1469,6 +1484,14 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "study with a seed beyond 32 bits": (
         study(GOOD_STUDY.replace("seeds = [0]", "seeds = [0, 4294967296]")),
         "`seeds` lists seed = 4294967296: expected an integer seed in [0, 4294967295]",
+    ),
+    "study recorded into another study's record": (
+        study_into_a_record("", "paper_blocks/fwd_back_coupled"),
+        "that folder is the record of studies/focalpp_blocks_fwd_back_coupled_10_seeds.toml",
+    ),
+    "study recorded beside the record it names": (
+        study_into_a_record('record = "paper_blocks/fwd_back_coupled"\n', "paper_blocks/coupled"),
+        "records into results/paper_blocks/fwd_back_coupled, not results/paper_blocks/coupled",
     ),
     "study directory that is a file": (
         into_a_file("sweep"),

@@ -44,6 +44,7 @@ from components.sweep.study import (
     MAX_RETRIES,
     StudyError,
     check_products,
+    check_record_folder,
     check_recorded,
     command_line,
     load_study,
@@ -104,6 +105,7 @@ def execute(args: argparse.Namespace) -> int:
     runs = study.runs()
     target = args.out or ROOT / "runs" / "studies" / study.name
     out.print(f"study {escape(study.name)}: {len(runs)} runs → {escape(str(target))}")
+    check_record_folder(study, args.records, ROOT / "results", ROOT / "studies")
     kept = read_records(args.records) if args.records and is_records(args.records) else []
     check_recorded(kept, runs, args.records)  # the choices of each recorded run of its name
     check_products(kept, study.numerics, args.records)  # and whose products its runs computed

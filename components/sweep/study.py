@@ -393,6 +393,42 @@ def _check_items(path: Path, key: str, items: list, kind: type) -> None:
         raise StudyError(f"{path}: `{key}` must list {ITEM_WORDS[kind]}, got {bad[0]!r}")
 
 
+def check_record_folder(study: Study, records: Path | None, results: Path, studies: Path) -> None:
+    """`--records` is the study's own record wherever it lies under `results`: the folder its
+    file names (`record`), or, where it names none, a folder no other study in `studies` names,
+    so that one study's runs never join another's record. A folder outside `results` (a scratch
+    copy) is the caller's."""
+    if records is None:
+        return
+    try:
+        folder = records.resolve().relative_to(results.resolve()).as_posix()
+    except ValueError:
+        return
+    if study.record is not None and folder != study.record:
+        raise StudyError(
+            f"--records {records}: {study.source} records into results/{study.record}, not "
+            f"results/{folder}; give that folder (or a copy outside results/ to try it)"
+        )
+    if study.record is None:
+        owners = [p for p in sorted(studies.glob("*.toml")) if _record_of(p) == folder]
+        if owners:
+            raise StudyError(
+                f"--records {records}: that folder is the record of {studies.name}/"
+                f"{owners[0].name}, not of "
+                f"{study.source}; this study's runs would join another study's record. Give "
+                "the study a folder of its own (and a `record` line naming it)"
+            )
+
+
+def _record_of(path: Path) -> str | None:
+    """The `record` a study file names, or None (a file that does not parse names none)."""
+    try:
+        record = tomllib.loads(path.read_text()).get("record")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return record if isinstance(record, str) else None
+
+
 def check_products(kept: list[dict], numerics: str, records: Path | None) -> None:
     """New runs of portable numerics join a record only where its portable runs computed their
     matrix products as this code does (numpy's OpenBLAS, components/products.py): a record made
