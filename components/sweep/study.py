@@ -404,6 +404,11 @@ def check_record_folder(study: Study, records: Path | None, results: Path, studi
         folder = records.resolve().relative_to(results.resolve()).as_posix()
     except ValueError:
         return
+    if folder == ".":
+        raise StudyError(
+            f"--records {records}: that is the results folder itself; give the study's own "
+            "folder under it (results/<study>)"
+        )
     if study.record is not None and folder != study.record:
         raise StudyError(
             f"--records {records}: {study.source} records into results/{study.record}, not "

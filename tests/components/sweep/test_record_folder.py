@@ -44,5 +44,8 @@ def test_a_study_naming_no_record_never_joins_another_studys(tmp_path):
     results, studies = tree(tmp_path)
     loose = study(tmp_path, None)
     check_record_folder(loose, results / "loose", results, studies)  # no study names it
+    for root in (results, results / "loose" / ".."):
+        with pytest.raises(StudyError, match="that is the results folder itself"):
+            check_record_folder(loose, root, results, studies)
     with pytest.raises(StudyError, match=r"that folder is the record of studies/theirs\.toml"):
         check_record_folder(loose, results / "theirs", results, studies)
