@@ -5,6 +5,7 @@ does not read them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,11 +26,13 @@ class TestContext(Protocol):
 
 def probe_scene(seeds: list[int]) -> tuple[Scene, Any]:
     """Two Sparse-Point-Robot test tasks, one run each, for `seeds`; a deterministic policy
-    that heads along z; zero-filled offline data (a protocol that reads it sees real rows) and
-    three training tasks of the same."""
+    that heads along z; zero-filled offline data (a protocol that reads it sees real rows),
+    three training tasks of the same, and the store dataset they stand for: its manifest (tasks,
+    split, one quality) without files, so that both paths to the test tasks' offline data, the
+    data and the dataset, are there to be sealed."""
     from components.data.context import ContextLayout
     from components.data.sampler import TensorSampler
-    from components.data.store import QualityData
+    from components.data.store import Dataset, QualityData
     from components.encoders.context import ContextEncoder
     from components.envs.point_robot import SparsePointRobot
     from components.transitions import FIELDS, Transitions
@@ -43,6 +46,16 @@ def probe_scene(seeds: list[int]) -> tuple[Scene, Any]:
         f: np.zeros((k, n, *shapes.get(f, ())), bool if f in flags else np.float32) for f in FIELDS
     }
     data = QualityData(Transitions(**arrays), np.full(k, n))
+    train, test = family.split_indices()
+    dataset = Dataset(
+        path=Path("probe-dataset-without-files"),
+        manifest={
+            "family": "sparse_point_robot",
+            "tasks": [{"index": i} for i in range(k)],
+            "split": {"train": train, "test": test},
+            "qualities": {"expert": {"per_task_counts": [n] * k, "files": {}, "sources": []}},
+        },
+    )
     torch.manual_seed(0)
     encoder = ContextEncoder(sizes=layout.sizes, latent_dim=2)
     positions = torch.arange(len(tasks))
@@ -59,7 +72,8 @@ def probe_scene(seeds: list[int]) -> tuple[Scene, Any]:
         positions=positions,
         context_transitions=2 * family.horizon,
         data=data,
-        train=TensorSampler(data, family.split_indices()[0][:3]),
+        dataset=dataset,
+        train=TensorSampler(data, train[:3]),
     )
     return scene, env
 
@@ -82,7 +96,7 @@ def probe_test_context(factory, given) -> None:
         try:
             first, again, single = protocol(pair), protocol(pair), protocol(alone)
         except NotApplicable:
-            return  # the probe's scene has no dataset or training tasks: nothing to score
+            return  # e.g. the probe's dataset keeps no behaviour policies: nothing to score
         except TestDataRead as e:
             raise Broken("read none of the test tasks' offline data, as it says", str(e)) from e
     finally:

@@ -275,12 +275,27 @@ class ReadsTheTestTasks:
         return get("test_context", "offline")()(scene)
 
 
-def test_a_protocol_that_reads_what_it_says_it_does_not_breaks_its_contract():
+class ReadsTheStore:
+    """Says it reads no test data, then loads the test tasks' transitions from the store."""
+
+    reads_test_data = False
+
+    def __call__(self, scene):
+        scene.dataset.quality("expert")  # the other path to the same data
+        return get("test_context", "offline")()(scene)
+
+
+@pytest.mark.parametrize(
+    "protocol, read",
+    [(ReadsTheTestTasks, r"scene\.data\.transitions"), (ReadsTheStore, r"scene\.dataset\.quality")],
+)
+def test_a_protocol_that_reads_what_it_says_it_does_not_breaks_its_contract(protocol, read):
+    """The contract's probe seals both paths to the test tasks' offline data, the scene's data
+    and its store dataset, so either read is caught by the registry and named."""
     from components.contracts import ContractError, check
 
-    with pytest.raises(ContractError, match="read none of the test tasks' offline data.*"
-                       r"reached for scene\.data\.transitions"):  # fmt: skip
-        check(ReadsTheTestTasks, "test_context")
+    with pytest.raises(ContractError, match=f"read none of the test tasks' offline data.*{read}"):
+        check(protocol, "test_context")
 
 
 @dataclasses.dataclass
@@ -360,6 +375,62 @@ def test_online_greedy_explores_the_test_task_before_it_chooses():
     scored_z = next(z for z, e, _ in scene.played if e is None)
     for row in range(scene.rows):
         assert torch.equal(scored_z[row], collections[int(best[row])][0][row])
+
+
+def wind_scene(train_tasks: int = 5) -> tuple[Watched, object]:
+    """The probe scene on Point-Robot-Wind (dense returns, so episodes differ in score), an
+    offline context of one episode, and training tasks whose offline transitions differ (so
+    their z do): greedy's rule then has something to choose between."""
+    from components.data.context import ContextLayout
+    from components.data.sampler import TensorSampler
+    from components.envs.point_robot import PointRobotWind
+    from components.transitions import FIELDS, Transitions
+
+    scene, env = one_horizon_scene()
+    env.close()
+    family = PointRobotWind(seed=0)
+    train, test = family.split_indices()
+    k, n, rng = len(family.all_tasks()), 8, np.random.default_rng(0)
+    arrays = {
+        f: np.zeros((k, n), bool) if f in ("terminated", "truncated")
+        else rng.normal(size=(k, n) if f == "reward" or f == "sparse_reward" else (k, n, 2))
+        .astype(np.float32)
+        for f in FIELDS
+    }  # fmt: skip
+    data = QualityData(Transitions(**arrays), np.full(k, n))
+    env = family.make_batched([family.all_tasks()[t] for t in test[:2]])
+    return dataclasses.replace(
+        scene, family=family, env=env, layout=ContextLayout(2, 2, sparse=False),
+        test_tasks=test[:2], context_transitions=family.horizon,
+        train=TensorSampler(data, train[:train_tasks]), dataset=None,
+    ), env  # fmt: skip
+
+
+def test_online_greedy_infers_only_from_the_episodes_its_rule_keeps():
+    """Through the protocol itself: every phase-2 inference draws its context from the episodes
+    the keep-or-revert rule keeps (replayed here from the returns the scene played: the best of
+    phase 1, then a phase-2 episode only where it beat the best so far), never from an episode
+    the rule left out."""
+    scene, env = wind_scene()
+    try:
+        get("test_context", "online_greedy")(episodes=6)(scene)  # phase 1: 3 episodes
+    finally:
+        env.close()
+    collections = [episode for _, e, episode in scene.played if e is not None]
+    scores = np.stack([episode.score for episode in collections])  # [E, R]
+    phase_2 = [c for c, _ in scene.inferred if c.shape[:2] == (scene.rows, scene.family.horizon)]
+    assert len(collections) == 6 and len(phase_2) == 3
+    left_out = 0
+    for row in range(scene.rows):
+        kept = {int(scores[:3, row].argmax())}
+        for e, context in zip(range(3, 6), phase_2, strict=True):
+            allowed = {tuple(r.tolist()) for k in kept for r in collections[k].context[row]}
+            drawn = {tuple(r.tolist()) for r in context[row]}
+            assert drawn <= allowed, f"row {row}, episode {e}: drew from an episode not kept"
+            left_out += e - len(kept)
+            if scores[e, row] > scores[:e, row].max():
+                kept.add(e)
+    assert left_out > 0  # some episode was left out when z was inferred: the rule was tested
 
 
 def test_online_greedy_bound_to_one_episode_is_refused_when_built():

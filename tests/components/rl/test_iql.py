@@ -106,6 +106,46 @@ def test_the_q_target_is_scaled_reward_plus_discounted_value_unless_terminated()
     )
 
 
+def test_the_agent_s_q_target_bootstraps_its_new_v_at_the_next_state_through_truncation():
+    """What a built agent regresses Q toward, checked from its own update: its reward scale and
+    discount, V(x′) at the next observation under the V of this update (V steps first), no
+    bootstrap where the episode terminated, and a bootstrap where it was only cut by the time
+    limit (truncated: the task goes on)."""
+    torch.manual_seed(0)
+    agent = IQL(obs_dim=2, act_dim=2, latent_dim=3, hidden=(8, 8), discount=0.8, reward_scale=3.0)
+    terminated, truncated = torch.zeros(3, 5), torch.zeros(3, 5)
+    terminated[0, 1] = terminated[2, 3] = 1.0
+    truncated[1, 4] = truncated[2, 0] = 1.0
+    batch = dataclasses.replace(_batch(terminated=terminated), truncated=truncated)
+    z = torch.randn(3, 3)
+    seen: dict[str, torch.Tensor] = {}
+    real = agent.q_loss.forward
+
+    def recorded(q, v_next, b):
+        terms = real(q, v_next, b)
+        seen.update(q=q.detach().clone(), loss=terms["loss_q"].detach().clone())
+        return terms
+
+    agent.q_loss.forward = recorded
+    agent.update(batch, z)
+    zb = z[:, None, :].expand(-1, 5, -1)
+    with torch.no_grad():  # V does not step after Q's loss: this is the V the target read
+        v_next = agent.v(torch.cat([batch.next_obs, zb], -1)).squeeze(-1)
+    target = 3.0 * batch.reward + 0.8 * (1.0 - terminated) * v_next
+    assert torch.allclose(seen["loss"], ((seen["q"] - target) ** 2).mean(dim=(1, 2)).sum())
+    with torch.no_grad():
+        v_here = agent.v(torch.cat([batch.obs, zb], -1)).squeeze(-1)
+    wrong = {  # each a target a faulty update would have used instead
+        "V at x, not x′": 3.0 * batch.reward + 0.8 * (1.0 - terminated) * v_here,
+        "truncation masked too": 3.0 * batch.reward
+        + 0.8 * (1.0 - terminated) * (1.0 - truncated) * v_next,
+        "the default discount": 3.0 * batch.reward + 0.99 * (1.0 - terminated) * v_next,
+    }
+    for why, other in wrong.items():
+        loss = ((seen["q"] - other) ** 2).mean(dim=(1, 2)).sum()
+        assert not torch.allclose(seen["loss"], loss), why
+
+
 def test_an_update_goes_value_then_policy_then_q_then_the_target():
     """The official order: V steps first; the policy's advantage reads the new V; Q's target
     reads the new V(x′); the target Q moves last, by the Polyak rate τ toward the new Q."""
