@@ -38,7 +38,8 @@ def probe_scene(seeds: list[int]) -> tuple[Scene, Any]:
     from components.transitions import FIELDS, Transitions
 
     family, layout = SparsePointRobot(seed=0), ContextLayout(2, 2, sparse=True)
-    tasks = family.split_indices()[1][:2]
+    train, test = family.split_indices()
+    tasks = test[:2]
     k, n = len(family.all_tasks()), 8
     shapes = dict(obs=(2,), action=(2,), next_obs=(2,))
     flags = ("terminated", "truncated")
@@ -46,12 +47,11 @@ def probe_scene(seeds: list[int]) -> tuple[Scene, Any]:
         f: np.zeros((k, n, *shapes.get(f, ())), bool if f in flags else np.float32) for f in FIELDS
     }
     data = QualityData(Transitions(**arrays), np.full(k, n))
-    train, test = family.split_indices()
     dataset = Dataset(
         path=Path("probe-dataset-without-files"),
         manifest={
             "family": "sparse_point_robot",
-            "tasks": [{"index": i} for i in range(k)],
+            "tasks": family.all_tasks(),
             "split": {"train": train, "test": test},
             "qualities": {"expert": {"per_task_counts": [n] * k, "files": {}, "sources": []}},
         },

@@ -377,7 +377,7 @@ def test_online_greedy_explores_the_test_task_before_it_chooses():
         assert torch.equal(scored_z[row], collections[int(best[row])][0][row])
 
 
-def wind_scene(train_tasks: int = 5) -> tuple[Watched, object]:
+def wind_scene() -> tuple[Watched, object]:
     """The probe scene on Point-Robot-Wind (dense returns, so episodes differ in score), an
     offline context of one episode, and training tasks whose offline transitions differ (so
     their z do): greedy's rule then has something to choose between."""
@@ -393,7 +393,7 @@ def wind_scene(train_tasks: int = 5) -> tuple[Watched, object]:
     k, n, rng = len(family.all_tasks()), 8, np.random.default_rng(0)
     arrays = {
         f: np.zeros((k, n), bool) if f in ("terminated", "truncated")
-        else rng.normal(size=(k, n) if f == "reward" or f == "sparse_reward" else (k, n, 2))
+        else rng.normal(size=(k, n) if f in ("reward", "sparse_reward") else (k, n, 2))
         .astype(np.float32)
         for f in FIELDS
     }  # fmt: skip
@@ -402,7 +402,7 @@ def wind_scene(train_tasks: int = 5) -> tuple[Watched, object]:
     return dataclasses.replace(
         scene, family=family, env=env, layout=ContextLayout(2, 2, sparse=False),
         test_tasks=test[:2], context_transitions=family.horizon,
-        train=TensorSampler(data, train[:train_tasks]), dataset=None,
+        train=TensorSampler(data, train[:5]), dataset=None,
     ), env  # fmt: skip
 
 
