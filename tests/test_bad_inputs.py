@@ -94,7 +94,8 @@ def run_args(world: World, out: Path, *extra: str, store: Path | None = None) ->
 
 
 # Each case prepares its input in a fresh directory and returns (tool, args, paths that must
-# not exist afterwards, paths that must be unchanged[, environment variables]).
+# not exist afterwards, paths that must be unchanged[, environment variables[, the working
+# directory]]).
 Prepare = Callable[[World, Path], tuple]
 
 
@@ -539,6 +540,104 @@ def store_under_a_file(world: World, case: Path):
     store = blocker / "store"
     args = ["--env", "sparse_point_robot", "--scale", "tiny", "--out", str(store)]
     return "collect", args, [store], [blocker]
+
+
+NESTED = "[" * 100_000  # deeper than json's parser recurses
+
+
+def run_json_edited(**fields) -> Callable[[Path], None]:
+    """Set `fields` in a run's run.json (a dict value is merged into the field's object)."""
+
+    def spoil(run_dir: Path) -> None:
+        record = json.loads((run_dir / "run.json").read_text())
+        for key, value in fields.items():
+            record[key] = {**record[key], **value} if isinstance(value, dict) else value
+        (run_dir / "run.json").write_text(json.dumps(record))
+
+    return spoil
+
+
+def run_json_without(key: str) -> Callable[[Path], None]:
+    def spoil(run_dir: Path) -> None:
+        record = json.loads((run_dir / "run.json").read_text())
+        record.pop(key)
+        (run_dir / "run.json").write_text(json.dumps(record))
+
+    return spoil
+
+
+def record_file(file: str, data: bytes | Callable[[bytes], bytes], tool: str = "report") -> Prepare:
+    """A compact record of the finished run (with its training logs) whose `file` now holds
+    `data` (or `data` of its bytes); `tools/report.py` of it, or (`records`) the record
+    extended with the run again."""
+
+    def prepare(world: World, case: Path):
+        record = case / "record"
+        r = cli("records", str(copied_run(world, case)), "--out", str(record), "--logs")
+        assert r.returncode == 0, r.stderr
+        path = record / file
+        path.write_bytes(data(path.read_bytes()) if callable(data) else data)
+        if tool == "records":
+            args = [str(world.finished), "--out", str(record), "--logs"]
+            return "records", args, [], [record]
+        return "report", [str(record)], [], [record]
+
+    return prepare
+
+
+def record_whose_archive_does_not_open(world: World, case: Path):
+    """Extending a record whose logs.tar.xz is not an archive, its digest written to match."""
+    junk = b"not an xz archive"
+    prepare = record_file("logs.tar.xz", junk, tool="records")
+    tool, args, absent, unchanged = prepare(world, case)
+    digest = hashlib.sha256(junk).hexdigest()
+    (case / "record" / "logs.sha256").write_text(f"{digest}  logs.tar.xz\n")
+    return tool, args, absent, unchanged
+
+
+def record_with_two_configurations_in_a_row(world: World, case: Path):
+    """A record whose second line, the first's row (recipe, label, env, scale), was built from
+    another configuration that the record holds: a line moved into another row by an edit."""
+    from registry.provenance import config_digest
+
+    record = case / "record"
+    r = cli("records", str(copied_run(world, case)), "--out", str(record))
+    assert r.returncode == 0, r.stderr
+    row = json.loads((record / "runs.jsonl").read_text())
+    config = json.loads((record / "configs.jsonl").read_text())
+    other = {**config["bindings"], "loop.loop.log_every": "7"}
+    second = {**row, "run": "run-b", "config_digest": config_digest(other)}
+    (record / "runs.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(second) + "\n")
+    lines = [config, {"config_digest": second["config_digest"], "bindings": other}]
+    (record / "configs.jsonl").write_text("".join(json.dumps(c) + "\n" for c in lines))
+    return "report", [str(record)], [], [record]
+
+
+def spec_file(flag: str, text: bytes) -> Prepare:
+    """`tools/report.py --headline` or `--verdicts` of a spec file holding `text`, beside an
+    empty folder `record`."""
+
+    def prepare(world: World, case: Path):
+        (case / "record").mkdir()
+        path = case / "spec.toml"
+        path.write_bytes(text)
+        return "report", [flag, str(path)], [], [path]
+
+    return prepare
+
+
+def in_an_empty_folder(tool: str, *args: str) -> Prepare:
+    """A tool given `--out ''` (an unset shell variable), run from a folder of its own: it
+    must write nothing there."""
+
+    def prepare(world: World, case: Path):
+        here = case / "here"
+        here.mkdir()
+        (case / "study.toml").write_text(GOOD_STUDY)
+        filled = [a.format(finished=world.finished, case=case) for a in args]
+        return tool, filled, [], [here], {}, here
+
+    return prepare
 
 
 DIVERGING_ENCODER = (
@@ -1782,6 +1881,208 @@ CASES: dict[str, tuple[Prepare, str]] = {
         ),
         "is already in the record",
     ),
+    "report of a record whose runs.jsonl is nested too deeply": (
+        record_file("runs.jsonl", NESTED.encode()),
+        "runs.jsonl line 1 is not valid JSON (nested too deeply to read)",
+    ),
+    "report of a record whose line gives a key twice": (
+        record_file(
+            "runs.jsonl", lambda line: line.rstrip().removesuffix(b"}") + b', "seed": 3}\n'
+        ),
+        "runs.jsonl line 1 is not valid JSON (key 'seed' given twice)",
+    ),
+    "records of a run whose run.json is nested too deeply": (
+        records_of(lambda run: (run / "run.json").write_text(NESTED)),
+        "run.json is not a run record (nested too deeply to read)",
+    ),
+    "records of a run whose eval.json is nested too deeply": (
+        records_of(lambda run: (run / "eval.json").write_text(NESTED)),
+        "eval.json is not valid JSON (nested too deeply to read)",
+    ),
+    "report of a record whose logs digest is not text": (
+        record_file("logs.sha256", b"\xff\xfe"),
+        "the archive was changed or damaged",
+    ),
+    "records extending a record whose archive does not open": (
+        record_whose_archive_does_not_open,
+        "logs.tar.xz does not open as an archive",
+    ),
+    "report of a record whose row holds two configurations": (
+        record_with_two_configurations_in_a_row,
+        "hold 2 configurations (run: ",
+    ),
+    "report of a record whose dataset digest is blank": (
+        record_of(lambda rows: rows[0]["dataset"].update(content_sha256="")),
+        "runs.jsonl line 1 has dataset = ",
+    ),
+    "report of a record whose dataset numerics are no mode": (
+        record_of(lambda rows: rows[0]["dataset"].update(numerics="exact")),
+        "its numerics (portable, free, unrecorded) or none",
+    ),
+    "records of a run whose run.json has a blank commit": (
+        records_of(run_json_edited(commit="")),
+        "run.json has commit = '', expected a hexadecimal digest or 'unknown': the run's run.json",
+    ),
+    "records of a run whose run.json has a number for its label": (
+        records_of(run_json_edited(label=5)),
+        "run.json has label = 5, expected a text (empty for none)",
+    ),
+    "records of a run whose run.json names a dataset of a blank digest": (
+        records_of(run_json_edited(dataset={"manifest_sha256": ""})),
+        "run.json has dataset = ",
+    ),
+    "records of a run whose run.json lost its configuration": (
+        records_of(run_json_without("effective_bindings")),
+        "effective_bindings are missing or do not hash to it",
+    ),
+    "records of a run whose run.json has numerics of no mode": (
+        records_of(run_json_edited(numerics={"mode": "exact"})),
+        "run.json has numerics = ",
+    ),
+    "headline file whose benchmark is not a table": (
+        spec_file("--headline", b"benchmark = [5]\n"),
+        "benchmark 1 is 5: expected a [[benchmark]] table",
+    ),
+    "headline file that is not UTF-8": (
+        spec_file("--headline", b"\xff\xfe[[benchmark]]\n"),
+        "not UTF-8 text",
+    ),
+    "headline file nested too deeply": (
+        spec_file("--headline", b"x = " + b"[" * 100_000),
+        "cannot read the headline file",
+    ),
+    "headline file with a table it does not read": (
+        spec_file(
+            "--headline",
+            b'[[benchmark]]\nbenchmark = "B"\nenvs = ["a"]\npaper = "record"\n'
+            b'[[benchmarks]]\nbenchmark = "C"\n',
+        ),
+        "has top-level keys benchmarks: expected [[benchmark]] tables only",
+    ),
+    "headline entry given twice under two names": (
+        spec_file(
+            "--headline",
+            b'[[benchmark]]\nbenchmark = "B"\nenvs = ["a"]\npaper = "record"\n'
+            b'[[benchmark]]\nbenchmark = "C"\nenvs = ["a"]\npaper = "record"\n',
+        ),
+        "benchmark 2 gives the same cells again (first at benchmark 1)",
+    ),
+    "headline entries of one name": (
+        spec_file(
+            "--headline",
+            b'[[benchmark]]\nbenchmark = "B"\nenvs = ["a"]\npaper = "record"\n'
+            b'[[benchmark]]\nbenchmark = "B "\nenvs = ["b"]\npaper = "record"\n',
+        ),
+        "benchmark 2 gives a name again (first at benchmark 1)",
+    ),
+    "verdicts file that is not UTF-8": (
+        spec_file("--verdicts", b"\xff\xfe[[claim]]\n"),
+        "cannot read the verdicts file",
+    ),
+    "verdict claim whose words are a number": (
+        spec_file("--verdicts", b'[[claim]]\nclaim = 5\npaper = "1 v 0"\nreading = []\n'),
+        "claim 1 has claim = 5: expected the paper's claim, in words",
+    ),
+    "verdict claims that are numbers": (
+        spec_file("--verdicts", b"claim = [5]\n"),
+        "claim 1 is 5: expected a [[claim]] table",
+    ),
+    "verdict reading that is not a table": (
+        spec_file("--verdicts", b'[[claim]]\nclaim = "C"\npaper = "1 v 0"\nreading = [5]\n'),
+        "reading 1 is 5: expected a [[claim.reading]] table",
+    ),
+    "verdict reading comparing a row with itself": (
+        verdicts_file(
+            READING.replace('against = "focal"', 'against = "focalpp"')
+            + 'measure = "return"\nclaim = "above"\n'
+        ),
+        "compares row 'focalpp' with itself",
+    ),
+    "verdict reading with a blank name": (
+        verdicts_file(READING.replace('name = "r"', 'name = ""') + 'measure = "return"\n'),
+        "has name = '': expected the reading's name, in words",
+    ),
+    "verdict readings of one comparison under two names": (
+        verdicts_file(
+            READING
+            + 'measure = "return"\nclaim = "above"\n[[claim.reading]]\n'
+            + READING.replace('name = "r"', 'name = "s"')
+            + 'measure = "return"\nclaim = "above"\n'
+        ),
+        "reading 2 gives a reading again (first at reading 1)",
+    ),
+    "verdict claim given twice": (
+        spec_file(
+            "--verdicts",
+            b'[[claim]]\nclaim = "C"\npaper = "1 v 0"\n[[claim.reading]]\nname = "r"\n'
+            b'empty = "not run"\n'
+            b'[[claim]]\nclaim = "C"\npaper = "1 v 0"\n[[claim.reading]]\nname = "r"\n'
+            b'empty = "not run"\n',
+        ),
+        "claim 2 gives a claim again (first at claim 1)",
+    ),
+    "records into an empty --out": (
+        in_an_empty_folder("records", "{finished}", "--out", ""),
+        "argument --out: '' is not a path",
+    ),
+    "report into an empty --out": (
+        in_an_empty_folder("report", "{finished}", "--out", ""),
+        "argument --out: '' is not a path",
+    ),
+    "sweep into an empty --out": (
+        in_an_empty_folder("sweep", "{case}/study.toml", "--out", "", "--dry-run"),
+        "argument --out: '' is not a path",
+    ),
+    "run with a range of seeds without its end": (
+        run_flags("--seeds", "5-"),
+        "'5-': expected seeds as a range and/or a list",
+    ),
+    "sweep with a range of seeds without its end": (
+        study(GOOD_STUDY, "--seeds", "0-", "--dry-run"),
+        "'0-': expected seeds as a range and/or a list",
+    ),
+    "collect of an empty shard": (
+        lambda w, c: (
+            "collect",
+            [
+                "--env",
+                "sparse_point_robot",
+                "--scale",
+                "tiny",
+                "--shard",
+                "",
+                "--merge",
+                "2",
+                "--out",
+                str(c / "store"),
+            ],
+            [c / "store"],
+            [],
+        ),
+        "give one of them",
+    ),
+    "collect of an empty shard alone": (
+        lambda w, c: (
+            "collect",
+            [
+                "--env",
+                "sparse_point_robot",
+                "--scale",
+                "tiny",
+                "--shard",
+                "",
+                "--out",
+                str(c / "store"),
+            ],
+            [c / "store"],
+            [],
+        ),
+        "--shard '': expected I/K, e.g. 0/4",
+    ),
+    "study listing an analysis twice": (
+        study(GOOD_STUDY + 'analyses = ["embedding_variance", "embedding_variance"]\n'),
+        "`analyses` lists an entry twice",
+    ),
     "report with too many bootstrap replications": (
         lambda w, c: ("report", [str(w.finished), "--reps", "10000000"], [], []),
         "--reps 10000000: expected 100 to 1,000,000",
@@ -1811,9 +2112,10 @@ class Outcome:
 
 def attempt(case: str, world: World, directory: Path) -> Outcome:
     prepare, _ = CASES[case]
-    tool, args, absent, unchanged, *env = prepare(world, directory)
+    tool, args, absent, unchanged, *extra = prepare(world, directory)
+    env, cwd = (*extra, None, None)[:2]  # start-up variables, a working directory
     before = {p: state(p) for p in unchanged}
-    result = cli(tool, *args, env=env[0] if env else None)
+    result = cli(tool, *args, env=env or None, cwd=cwd)
     return Outcome(tool, result, directory, absent, before)
 
 

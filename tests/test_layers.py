@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # sits above the parts it loads.
 LAYERS: list[tuple[str, ...]] = [
     ("registry",),
-    ("components.cpu_kernels",),
+    ("components.cpu_kernels", "components.json_text"),
     ("components.vector_math", "components.products"),  # below numerics, which installs them
     (
         "components.runtime",

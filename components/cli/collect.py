@@ -127,7 +127,7 @@ def execute(args: argparse.Namespace) -> int:
         return 0
     if not args.env:
         raise FocalppError("--env is required (or --list); families: " + ", ".join(names("env")))
-    if args.shard and args.merge:
+    if args.shard is not None and args.merge:
         raise FocalppError("--shard builds one shard and --merge joins them: give one of them")
     if args.merge is not None and args.merge < 2:
         raise FocalppError(
@@ -147,7 +147,7 @@ def execute(args: argparse.Namespace) -> int:
         dataset = collect(args.env, merge=args.merge, **choices)
     else:
         with _progress(f"collecting {args.env}") as progress:
-            if args.shard:
+            if args.shard is not None:
                 index, count = _shard(args.shard)
                 path = collect_shard(args.env, index, count, progress=progress, **choices)
                 out.print(json.dumps({"shard": f"{index}/{count}", "path": str(path)}))

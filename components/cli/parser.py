@@ -5,7 +5,9 @@ argparse reads `--shard -1/2` or `--seeds -3-4` as an option followed by another
 stops with only "expected one argument"; the value never reaches the option's own check, which
 names the range it expects. Here an option that takes one value is joined to the next word
 (`--shard=-1/2`) whenever that word is not itself one of the tool's options, so every
-command-line number meets its range check.
+command-line number meets its range check. And a path (an option or argument of `type=Path`)
+is never an empty text: `Path('')` is the current directory, so `--out ''` (an unset shell
+variable) would write a record or a study into wherever the command ran.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 
 def whole_number(expected: str) -> Callable[[str], int]:
@@ -31,7 +34,22 @@ def whole_number(expected: str) -> Callable[[str], int]:
     return parse
 
 
+def a_path(text: str) -> Path:
+    """An option's type for a path: any text but an empty one."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a path: expected a file or folder (an empty text would mean the "
+            "current directory; write . for that)"
+        )
+    return Path(text)
+
+
 class ToolParser(argparse.ArgumentParser):
+    def add_argument(self, *args, **kwargs):
+        if kwargs.get("type") is Path:  # every tool's paths refuse an empty text
+            kwargs["type"] = a_path
+        return super().add_argument(*args, **kwargs)
+
     def parse_known_args(self, args: Sequence[str] | None = None, namespace=None):
         words = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(self._joined(words), namespace)

@@ -109,9 +109,9 @@ def parse_seeds(spec: str) -> tuple[int, ...]:
     against a seed's range before a range is made (a typo must not fill the memory)."""
     seeds: list[int] = []
     for part in spec.split(","):
-        first, _, last = part.strip().partition("-")
+        first, dash, last = part.strip().partition("-")
         try:
-            low, high = int(first), int(last or first)
+            low, high = int(first), int(last if dash else first)  # '5-' is no range: refused
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{spec!r}: expected seeds as a range and/or a list, e.g. 0-7, 0,3,5 or 0-3,8"

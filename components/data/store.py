@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from components.data.content import ContentError, check_files, check_quality
+from components.json_text import loads
 from components.transitions import FIELDS, Transitions
 from registry import FocalppError, WriteError
 
@@ -265,8 +266,8 @@ def load_dataset(path: Path) -> Dataset:
         )
     raw = manifest_path.read_bytes()
     try:
-        manifest = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        manifest = loads(raw)
+    except ValueError as e:
         raise DatasetError(f"{manifest_path} is not valid JSON ({e}); {rebuild}") from e
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else None

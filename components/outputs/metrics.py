@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from components.json_text import loads
 from components.outputs.console import err
 from components.outputs.run_dir import atomic_write_text
 from registry import FocalppError, WriteError
@@ -124,8 +125,8 @@ def jsonl(path: Path, damaged: str):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
+            record = loads(line)
+        except ValueError as e:
             raise FocalppError(f"{path} line {number} is not valid JSON ({e}): {damaged}") from e
         if not isinstance(record, dict):
             raise FocalppError(f"{path} line {number} is not a JSON object: {damaged}")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from components.json_text import loads
 from components.outputs.run_dir import atomic_write_text, missing_analyses
 from registry import Composition, FocalppError, compose, default_recipes_dir
 from registry.constraints import check_seed
@@ -86,8 +87,8 @@ def read_run_record(run_dir: Path, *, doing: str = "read") -> dict[str, Any]:
     if not path.is_file():
         raise FocalppError(f"cannot {doing} {run_dir}: not a run directory (it has no run.json)")
     try:
-        record = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        record = loads(path.read_bytes())
+    except ValueError as e:
         raise FocalppError(f"cannot {doing} {run_dir}: {path} is not a run record ({e})") from e
     if not isinstance(record, dict):
         raise FocalppError(

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tomllib
 
 from components.reports import metaworld
 from components.reports.builds import (
@@ -57,6 +56,7 @@ from components.reports.pairs import paired_runs
 from components.reports.readings import comparable, normalised, success
 from components.reports.runs import read_runs
 from components.reports.sections.metaworld_gap import context_can_matter
+from components.reports.spec_files import check_once, read_tables
 from components.reports.tables import Table, recipe_stem
 from registry import FocalppError
 
@@ -91,13 +91,7 @@ MEASURES = {"score": None, "success rate": success}  # None: the benchmark's own
 
 
 def read_spec(path: Path) -> list[dict[str, Any]]:
-    try:
-        spec = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise FocalppError(f"cannot read the headline file {path}: {e}") from e
-    rows = spec.get("benchmark")
-    if not isinstance(rows, list) or not rows:
-        raise FocalppError(f"{path} lists no [[benchmark]]: expected one table per benchmark")
+    rows = read_tables(path, "benchmark", "the headline file")
     for number, row in enumerate(rows, 1):
         measure = row.get("measure", "score")
         if not isinstance(measure, str) or measure not in MEASURES:
@@ -115,7 +109,19 @@ def read_spec(path: Path) -> list[dict[str, Any]]:
                 + f"; expected the keys {', '.join(sorted(KEYS))}"
             )
         check_entry(row, f"{path}: benchmark {number}", Path(path).parent)
+    places = [f"benchmark {n}" for n in range(1, len(rows) + 1)]
+    names = [row["benchmark"].strip() for row in rows]
+    check_once(list(zip(names, places, strict=True)), "a name", str(path))
+    reads = [_reads(row) for row in rows]
+    check_once(list(zip(reads, places, strict=True)), "the same cells", str(path))
     return rows
+
+
+def _reads(row: dict[str, Any]) -> str:
+    """What a benchmark's cells read, whatever its name: the same twice would count twice."""
+    forms = [row.get(key) for key, _ in FORMS]
+    read_at = (row.get("references"), row.get("label", ""), row.get("measure", "score"))
+    return repr((sorted(row["envs"]), forms, read_at))
 
 
 def check_entry(row: dict[str, Any], where: str, root: Path) -> None:

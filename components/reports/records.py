@@ -32,13 +32,16 @@ import ast
 import hashlib
 import io
 import json
+import lzma
 import math
 import re
 import tarfile
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from components.json_text import loads
 from components.outputs.metrics import DAMAGED as METRICS_DAMAGED
 from components.outputs.metrics import jsonl
 from components.outputs.run_dir import atomic_write_all, make_dirs, removed_on_failure
@@ -114,6 +117,7 @@ def write_records(
         names.add(name)
         run = _read_run_dir(Path(run_dir), name)
         row = _row_of(run)
+        _check_recordable(row, run.get("effective_bindings"), Path(run_dir))
         check_same_configuration(row, run.get("effective_bindings"), rows, configs, out)
         rows.append(row)
         if run.get("effective_bindings") is not None:
@@ -143,6 +147,30 @@ def write_records(
     with removed_on_failure(made):  # the record's files all new, or all as they were
         atomic_write_all(files)
     return len(rows)
+
+
+def _check_recordable(row: dict, bindings: Any, run_dir: Path) -> None:
+    """A run's line passes every check a reader of the record makes (`read_records`), so that
+    a record is never written that its readers then refuse: an edited run.json is named here."""
+    where = f"cannot record {run_dir}: its {RUN_JSON}"
+    fix = f"the run's {RUN_JSON} was edited or damaged; restore it, or leave the run out"
+    check_choices(row, where, fix)
+    check_provenance(row, where, fix)
+    if row["config_digest"] == UNKNOWN:
+        return
+    if not _is_bindings(bindings) or config_digest(bindings) != row["config_digest"]:
+        raise FocalppError(
+            f"{where} has config_digest {row['config_digest'][:12]}…, but its "
+            "effective_bindings are missing or do not hash to it: " + fix
+        )
+    check_configured(row, bindings, where, fix)
+
+
+def _is_bindings(bindings: Any) -> bool:
+    """A configuration as run.json and configs.jsonl hold it: binding -> its value's text."""
+    return isinstance(bindings, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()
+    )
 
 
 def check_same_configuration(
@@ -197,10 +225,10 @@ def read_json_record(path: Path, required: str | None, leave_out: str) -> dict[s
     damaged file and says to restore it or leave the run out of `leave_out`."""
     fix = f"the run directory is damaged; restore the file or leave that run out of {leave_out}"
     try:
-        record = json.loads(path.read_text())
+        record = loads(path.read_bytes())
     except OSError as e:
         raise FocalppError(f"cannot read {path} ({e.strerror}): {fix}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except ValueError as e:
         raise FocalppError(f"{path} is not valid JSON ({e}): {fix}") from e
     if not isinstance(record, dict) or (required is not None and required not in record):
         want = f" with {required!r}" if required else ""
@@ -240,8 +268,20 @@ def _archived(out: Path) -> list[tuple[str, bytes]]:
     """The training logs a record holds already (kept when it is extended)."""
     if not (out / LOGS).is_file():
         return []
-    with tarfile.open(fileobj=io.BytesIO(check_logs(out)), mode="r:xz") as tar:
+    with _opened_logs(out) as tar:
         return [(m.name, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()]
+
+
+@contextmanager
+def _opened_logs(study: Path):
+    """The training-log archive, open; one whose digest matches but that does not open (made
+    or damaged elsewhere, its digest written to match) is refused by name."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(check_logs(study)), mode="r:xz") as tar:
+            yield tar
+    except (tarfile.TarError, lzma.LZMAError, EOFError) as e:
+        archive = Path(study) / LOGS
+        raise FocalppError(f"{archive} does not open as an archive ({e}): {DAMAGED}") from e
 
 
 def _tar_xz(files: list[tuple[str, bytes]]) -> bytes:
@@ -294,6 +334,7 @@ def read_records(study: Path) -> list[dict[str, Any]]:
         run["config"] = configs.get(digest)
         if run["config"] is not None:
             check_configured(run, run["config"], f"{study / RUNS}: run {run['run']!r}")
+    _check_one_configuration_per_row(list(runs.values()), study / RUNS)
     for name, key in ((META_TESTS, "metrics"), (ANALYSES, "analysis")):
         path = study / name
         for number, row in jsonl(path, DAMAGED) if path.is_file() else ():
@@ -313,6 +354,26 @@ def read_records(study: Path) -> list[dict[str, Any]]:
     return list(runs.values())
 
 
+def _check_one_configuration_per_row(runs: list[dict], where: Path) -> None:
+    """The runs of one row (ROW: recipe, label, environment, scale) share one configuration, as
+    `write_records` lets them in: lines whose recipe or label was edited would move a run into
+    another row, here named by the digests that differ. Rows recorded before configurations
+    were (every digest `unknown`) cannot say."""
+    rows: dict[tuple, dict[str, str]] = {}
+    for run in runs:
+        digests = rows.setdefault(tuple(run[k] for k in ROW), {})
+        digests.setdefault(run["config_digest"], run["run"])
+    for row, digests in rows.items():
+        if len(digests) > 1:
+            (a, run_a), (b, run_b) = list(digests.items())[:2]
+            raise FocalppError(
+                f"{where}: the runs of {row[0]} on {row[2]} at scale {row[3]}"
+                + (f" labelled {row[1]!r}" if row[1] else "")
+                + f" hold {len(digests)} configurations ({run_a}: {a[:12]}…; {run_b}: {b[:12]}…), "
+                f"where a record holds one per row: {DAMAGED}"
+            )
+
+
 def read_configs(study: Path) -> dict[str, dict[str, str]]:
     """digest -> bindings of a record's configs.jsonl (none in a record without one), each
     checked to hash to its digest."""
@@ -320,9 +381,7 @@ def read_configs(study: Path) -> dict[str, dict[str, str]]:
     for number, line in jsonl(path, DAMAGED) if path.is_file() else ():
         where = f"{path} line {number}"
         digest, bindings = line.get("config_digest"), line.get("bindings")
-        if not isinstance(bindings, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()
-        ):
+        if not _is_bindings(bindings):
             raise FocalppError(f"{where}: expected bindings as an object of texts; {DAMAGED}")
         if digest != config_digest(bindings):
             raise FocalppError(
@@ -337,14 +396,35 @@ def read_configs(study: Path) -> dict[str, dict[str, str]]:
 
 TEXTS = ("run", "recipe", "algorithm", "env", "scale", "device")  # never empty
 DATASET_FIELDS = ("name", "tag", "manifest_sha256", "content_sha256", "numerics")
+DATASET_NUMERICS = ("portable", "free", "unrecorded")  # as the dataset's manifest says
 
 
-def check_choices(row: dict, where: str) -> None:
+def _is_dataset(dataset: Any) -> bool:
+    """The dataset a run names (components/experiment/facts.py): a blank digest would pass for
+    unknown and let unlike data through a comparison."""
+    if not isinstance(dataset, dict) or set(dataset) - set(DATASET_FIELDS):
+        return False
+    name, tag = dataset.get("name"), dataset.get("tag")
+    content = dataset.get("content_sha256")
+    return (
+        isinstance(name, str)
+        and bool(name.strip())
+        and (tag is None or (isinstance(tag, str) and bool(tag.strip())))
+        and isinstance(dataset.get("manifest_sha256"), str)
+        and bool(_SHA256.fullmatch(dataset["manifest_sha256"]))
+        and (content is None or (isinstance(content, str) and bool(_SHA256.fullmatch(content))))
+        and dataset.get("numerics", "unrecorded") in DATASET_NUMERICS
+    )
+
+
+def check_choices(row: dict, where: str, fix: str | None = None) -> None:
     """The CHOICES fields of a runs.jsonl line, and the kept ones it has, have the types a
     run's record gives them (a hand edit or a damaged file is named, field and value)."""
 
     def bad(key: str, expected: str) -> FocalppError:
-        return FocalppError(f"{where} has {key} = {row[key]!r}, expected {expected}: {DAMAGED}")
+        return FocalppError(
+            f"{where} has {key} = {row[key]!r}, expected {expected}: {fix or DAMAGED}"
+        )
 
     def texts(value) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
@@ -361,12 +441,13 @@ def check_choices(row: dict, where: str) -> None:
     for key in ("bindings", "plugins"):
         if not texts(row[key]):
             raise bad(key, "a list of texts")
-    dataset = row["dataset"]
-    if dataset is not None and not (
-        isinstance(dataset, dict)
-        and all(isinstance(dataset.get(k, ""), (str, type(None))) for k in DATASET_FIELDS)
-    ):
-        raise bad("dataset", "null or the dataset's object (name, tag, digests: texts)")
+    if row["dataset"] is not None and not _is_dataset(row["dataset"]):
+        raise bad(
+            "dataset",
+            "null or the dataset's object: its name, its manifest's SHA-256 and (built since "
+            "builds said) its content's, a tag or null, its numerics "
+            f"({', '.join(DATASET_NUMERICS)}) or none",
+        )
     if row["machine"] is not None and not isinstance(row["machine"], str):
         raise bad("machine", "a text or null")
     if "analyses" in row and not texts(row["analyses"]):
@@ -383,7 +464,7 @@ def check_choices(row: dict, where: str) -> None:
     mode = row.get("numerics", {"mode": "free"})
     if not isinstance(mode, dict) or mode.get("mode") not in ("portable", "free"):
         raise bad("numerics", "an object whose mode is 'portable' or 'free'")
-    check_fields(mode, NUMERICS, where, DAMAGED, required=("mode",), path="numerics")
+    check_fields(mode, NUMERICS, where, fix or DAMAGED, required=("mode",), path="numerics")
 
 
 # a line's choices that its configuration binds too (where the configuration has them: those
@@ -396,7 +477,7 @@ CONFIGURED = {
 }
 
 
-def check_configured(row: dict, config: dict[str, str], where: str) -> None:
+def check_configured(row: dict, config: dict[str, str], where: str, fix: str | None = None) -> None:
     """The line's env, scale, algorithm, device and requested precision equal what the
     configuration its digest names binds."""
     pairs = [(key, row[key], config.get(binding)) for key, binding in CONFIGURED.items()]
@@ -407,7 +488,7 @@ def check_configured(row: dict, config: dict[str, str], where: str) -> None:
         if bound is not None and value != _gin_value(bound):
             raise FocalppError(
                 f"{where} has {key} = {value!r}, but its configuration "
-                f"{row['config_digest'][:12]}… binds {_gin_value(bound)!r}: {DAMAGED}"
+                f"{row['config_digest'][:12]}… binds {_gin_value(bound)!r}: {fix or DAMAGED}"
             )
 
 
@@ -421,12 +502,13 @@ def _gin_value(text: str) -> Any:
         return text
 
 
-def check_provenance(row: dict, where: str) -> None:
+def check_provenance(row: dict, where: str, fix: str | None = None) -> None:
     """The PROVENANCE fields of a runs.jsonl line have their types (UNKNOWN allowed)."""
 
     def bad(key: str, expected: str) -> FocalppError:
         return FocalppError(
-            f"{where} has {key} = {row[key]!r}, expected {expected} or {UNKNOWN!r}: {DAMAGED}"
+            f"{where} has {key} = {row[key]!r}, expected {expected} or {UNKNOWN!r}: "
+            f"{fix or DAMAGED}"
         )
 
     for key, pattern in (("commit", _SHA1), ("config_digest", _SHA256)):
@@ -465,8 +547,8 @@ def check_logs(study: Path) -> bytes:
         raise FocalppError(
             f"{study} has one of {LOGS} and {LOGS_DIGEST} without the other: {DAMAGED}"
         )
-    data = archive.read_bytes()
-    expected = digest.read_text().split()[0] if digest.read_text().strip() else ""
+    data, text = archive.read_bytes(), digest.read_bytes().decode("utf-8", "replace")
+    expected = text.split()[0] if text.strip() else ""
     found = hashlib.sha256(data).hexdigest()
     if found != expected:
         raise FocalppError(
@@ -478,15 +560,26 @@ def check_logs(study: Path) -> bytes:
 
 def read_logs(study: Path, run: str) -> list[dict[str, Any]]:
     """Every record of one run's training log (its metrics.jsonl), from the study's archive."""
-    with tarfile.open(fileobj=io.BytesIO(check_logs(study)), mode="r:xz") as tar:
+    with _opened_logs(study) as tar:
         try:
             member = tar.extractfile(f"{run}/metrics.jsonl")
         except KeyError:
             member = None
         if member is None:
             raise FocalppError(f"{Path(study) / LOGS} holds no training log of run {run!r}")
-        lines = member.read().decode().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+        data = member.read()
+    where = f"{Path(study) / LOGS}: the training log of run {run!r}"
+    try:
+        lines = data.decode().splitlines()
+        return [check_object(loads(line), where) for line in lines if line.strip()]
+    except ValueError as e:
+        raise FocalppError(f"{where} is not JSON lines ({e}): {DAMAGED}") from e
+
+
+def check_object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise FocalppError(f"{where} holds a line that is not a JSON object: {DAMAGED}")
+    return value
 
 
 def check_numbers(record: dict, path: Path | str, fix: str | None = None) -> None:

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tomllib
 
 from components.reports.builds import MixedBuilds, provenance_gaps, read_or_refusal
 from components.reports.intervals import improvement, verdict
@@ -52,6 +51,7 @@ from components.reports.readings import (
     variance,
     variance_ratio,
 )
+from components.reports.spec_files import check_once, check_text, read_tables
 from components.reports.tables import Table
 from registry import FocalppError
 
@@ -118,21 +118,40 @@ TESTED = "checked by every run of the suite"
 
 def read_spec(path: Path) -> list[dict[str, Any]]:
     """The claims of a verdicts file, each reading checked before anything is read."""
-    try:
-        spec = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise FocalppError(f"cannot read the verdicts file {path}: {e}") from e
-    claims = spec.get("claim")
-    if not isinstance(claims, list) or not claims:
-        raise FocalppError(f"{path} lists no [[claim]]: expected one table per claim")
+    claims = read_tables(path, "claim", "the verdicts file")
     for number, claim in enumerate(claims, 1):
         where = f"{path}: claim {number}"
         _keys(claim, CLAIM_KEYS, {"claim", "paper", "reading"}, where)
-        if not isinstance(claim["reading"], list) or not claim["reading"]:
+        check_text(claim, "claim", where, "the paper's claim, in words")
+        check_text(claim, "paper", where, "the paper's numbers, in words")
+        if "study" in claim:
+            check_text(claim, "study", where, "a link to the study that reads it")
+        readings = claim["reading"]
+        if not isinstance(readings, list) or not readings:
             raise FocalppError(f"{where} has no [[claim.reading]]: expected at least one")
-        for k, reading in enumerate(claim["reading"], 1):
+        for k, reading in enumerate(readings, 1):
+            if not isinstance(reading, dict):
+                raise FocalppError(
+                    f"{where}, reading {k} is {reading!r}: expected a [[claim.reading]] table"
+                )
             _check_reading(reading, f"{where}, reading {k}", Path(path).parent)
+        places = [f"reading {k}" for k in range(1, len(readings) + 1)]
+        shown = [(r["name"].strip(), r.get("measure")) for r in readings]  # as the table names it
+        check_once(list(zip(shown, places, strict=True)), "a reading's name and measure", where)
+        reads = [_reads(r) for r in readings]
+        check_once([(r, p) for r, p in zip(reads, places, strict=True) if r], "a reading", where)
+    check_once(
+        [(c["claim"].strip(), f"claim {n}") for n, c in enumerate(claims, 1)], "a claim", str(path)
+    )
     return claims
+
+
+def _reads(reading: dict) -> str:
+    """What a reading compares, whatever its name ('' for one that reads no record)."""
+    if "record" not in reading:
+        return ""
+    keys = ("record", "row", "against", "level", "measure")
+    return repr((sorted(reading["envs"]), reading.get("label", ""), [reading.get(k) for k in keys]))
 
 
 def _keys(table: dict, allowed: set[str], needed: set[str], where: str) -> None:
@@ -148,6 +167,8 @@ def _keys(table: dict, allowed: set[str], needed: set[str], where: str) -> None:
 
 def _check_reading(reading: dict, where: str, root: Path) -> None:
     """A reading names what it compares, or says in words why it stays empty."""
+    if "name" in reading:
+        check_text(reading, "name", where, "the reading's name, in words")
     if "empty" in reading:
         _keys(reading, READING_KEYS, {"name", "empty"}, where)
         if not isinstance(reading["empty"], str) or not reading["empty"].strip():
@@ -173,11 +194,20 @@ def _check_reading(reading: dict, where: str, root: Path) -> None:
             f"{where} has refused = {reading['refused']!r}: expected true (the guard refuses "
             "this reading, and the table shows why), or no `refused`"
         )
-    if reading["measure"] not in MEASURES:
+    for key in ("row", "against", "label"):
+        if key in reading and not isinstance(reading[key], str):
+            raise FocalppError(f"{where} has {key} = {reading[key]!r}: expected a text")
+    check_text(reading, "row", where, "a recipe's stem (focalpp for focalpp.gin)")
+    if reading.get("against") == reading["row"]:
+        raise FocalppError(
+            f"{where} compares row {reading['row']!r} with itself: expected `against` to name "
+            "another row"
+        )
+    if not isinstance(reading["measure"], str) or reading["measure"] not in MEASURES:
         raise FocalppError(
             f"{where} has measure {reading['measure']!r}: expected one of {', '.join(MEASURES)}"
         )
-    if reading["claim"] not in CLAIMS:
+    if not isinstance(reading["claim"], str) or reading["claim"] not in CLAIMS:
         raise FocalppError(f"{where} has claim {reading['claim']!r}: expected above or below")
     envs = reading["envs"]
     if not isinstance(envs, list) or not envs or not all(isinstance(e, str) for e in envs):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from components.json_text import loads
 from components.outputs.run_dir import (
     atomic_write_text,
     make_dirs,
@@ -214,8 +215,8 @@ def _joined(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
 def _read_spec(path: Path) -> dict[str, Any]:
     """The study.json of an existing study directory, or an error naming the damage."""
     try:
-        spec = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        spec = loads(path.read_bytes())
+    except ValueError as e:
         raise StudyError(
             f"{path} is not valid JSON ({e}): the study directory is damaged; restore the file "
             "(tools/sweep.py writes it from the study file) or choose another --out"
@@ -300,8 +301,8 @@ def read_index(path: Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / INDEX
     try:
-        index = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        index = loads(path.read_bytes())
+    except (OSError, ValueError) as e:
         raise StudyError(f"cannot read the study index {path}: {e}") from e
     if not isinstance(index, dict) or not isinstance(index.get("runs"), list):
         raise StudyError(f"{path} is not a study index (no list of `runs`)")

@@ -322,7 +322,8 @@ def load_study(path: Path) -> Study:
     for key in ("recipes", "envs", "seeds"):
         if not raw[key]:
             raise StudyError(f"{path}: `{key}` is empty; list at least one")
-        if len(set(raw[key])) != len(raw[key]):
+    for key in ("recipes", "envs", "seeds", "plugins", "analyses"):
+        if len(set(raw.get(key, []))) != len(raw.get(key, [])):
             raise StudyError(f"{path}: `{key}` lists an entry twice: {raw[key]}")
     for seed in raw["seeds"]:
         try:

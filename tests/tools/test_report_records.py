@@ -215,7 +215,10 @@ MIXES = {
     "precision": ("precision", {"precision": "bf16", "requested": "auto"}),
     "steps": ("eval", None),  # the row's steps halved
     "numerics": ("numerics", {"mode": "free"}),
-    "dataset": ("dataset", {"content_sha256": "0" * 64}),
+    "dataset": (  # another build of other data
+        "dataset",
+        {"name": "d/other", "tag": None, "manifest_sha256": "1" * 64, "content_sha256": "0" * 64},
+    ),
     "bindings": ("bindings", ["loop.precision = 'fp32'", "brac.lr = 1e-3"]),
 }
 
