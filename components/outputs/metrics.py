@@ -113,11 +113,12 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     return [record for _, record in jsonl(Path(run_dir) / "metrics.jsonl", DAMAGED)]
 
 
-def jsonl(path: Path, damaged: str):
+def jsonl(path: Path, damaged: str, data: bytes | None = None):
     """(line number, object) for each line of a JSON Lines file; an unreadable file, or a line
-    that is not a JSON object, is an error naming the file and line, then `damaged`."""
+    that is not a JSON object, is an error naming the file and line, then `damaged`. `data`:
+    the file's bytes where they were read elsewhere (a member of an archive `path` names)."""
     try:
-        lines = path.read_text().splitlines()
+        lines = (path.read_bytes() if data is None else data).decode().splitlines()
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) else f"not text: {e}"
         raise FocalppError(f"cannot read {path} ({reason}): {damaged}") from e

@@ -56,7 +56,7 @@ from components.reports.pairs import paired_runs
 from components.reports.readings import comparable, normalised, success
 from components.reports.runs import read_runs
 from components.reports.sections.metaworld_gap import context_can_matter
-from components.reports.spec_files import check_once, read_tables
+from components.reports.spec_files import check_once, check_text, read_tables
 from components.reports.tables import Table, recipe_stem
 from registry import FocalppError
 
@@ -128,8 +128,7 @@ def check_entry(row: dict[str, Any], where: str, root: Path) -> None:
     """A benchmark names itself, averages over at least one environment (each once) and reads
     records that are folders under the headline file's: a cell with nothing to average, or read
     from nowhere, is refused rather than printed."""
-    if not isinstance(row["benchmark"], str) or not row["benchmark"].strip():
-        raise FocalppError(f"{where} has benchmark = {row['benchmark']!r}: expected its name")
+    check_text(row, "benchmark", where, "its name")
     envs = row["envs"]
     if not isinstance(envs, list) or not envs or not all(isinstance(e, str) for e in envs):
         raise FocalppError(

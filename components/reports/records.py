@@ -568,18 +568,7 @@ def read_logs(study: Path, run: str) -> list[dict[str, Any]]:
         if member is None:
             raise FocalppError(f"{Path(study) / LOGS} holds no training log of run {run!r}")
         data = member.read()
-    where = f"{Path(study) / LOGS}: the training log of run {run!r}"
-    try:
-        lines = data.decode().splitlines()
-        return [check_object(loads(line), where) for line in lines if line.strip()]
-    except ValueError as e:
-        raise FocalppError(f"{where} is not JSON lines ({e}): {DAMAGED}") from e
-
-
-def check_object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise FocalppError(f"{where} holds a line that is not a JSON object: {DAMAGED}")
-    return value
+    return [record for _, record in jsonl(Path(study) / LOGS / run, DAMAGED, data)]
 
 
 def check_numbers(record: dict, path: Path | str, fix: str | None = None) -> None:

@@ -171,8 +171,7 @@ def _check_reading(reading: dict, where: str, root: Path) -> None:
         check_text(reading, "name", where, "the reading's name, in words")
     if "empty" in reading:
         _keys(reading, READING_KEYS, {"name", "empty"}, where)
-        if not isinstance(reading["empty"], str) or not reading["empty"].strip():
-            raise FocalppError(f"{where} has empty = {reading['empty']!r}: expected why, in words")
+        check_text(reading, "empty", where, "why, in words")
         return
     if "tests" in reading:
         _keys(reading, {"name", "tests"}, {"name", "tests"}, where)
@@ -194,10 +193,11 @@ def _check_reading(reading: dict, where: str, root: Path) -> None:
             f"{where} has refused = {reading['refused']!r}: expected true (the guard refuses "
             "this reading, and the table shows why), or no `refused`"
         )
-    for key in ("row", "against", "label"):
-        if key in reading and not isinstance(reading[key], str):
-            raise FocalppError(f"{where} has {key} = {reading[key]!r}: expected a text")
-    check_text(reading, "row", where, "a recipe's stem (focalpp for focalpp.gin)")
+    for key in ("row", "against"):
+        if key in reading:
+            check_text(reading, key, where, "a recipe's stem (focalpp for focalpp.gin)")
+    if not isinstance(reading.get("label", ""), str):
+        raise FocalppError(f"{where} has label = {reading['label']!r}: expected a text")
     if reading.get("against") == reading["row"]:
         raise FocalppError(
             f"{where} compares row {reading['row']!r} with itself: expected `against` to name "
