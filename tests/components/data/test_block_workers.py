@@ -101,7 +101,9 @@ def test_a_worker_killed_mid_build_ends_the_build_at_once(tmp_path):
     )
     path = tmp_path / FAMILY / "checkpoints-s0"
     states = [partial_dir(block_dir(path, i, 2)) / "state.pt" for i in (0, 1)]
-    deadline = time.monotonic() + 300
+    # a guard against a build that hangs before its blocks start, not a timing: on a loaded
+    # machine the two workers' start alone has taken minutes
+    deadline = time.monotonic() + 1800
     while not all(s.exists() for s in states) and build.poll() is None:
         assert time.monotonic() < deadline, "the two blocks never got under way"
         time.sleep(0.01)
