@@ -613,6 +613,38 @@ def record_with_two_configurations_in_a_row(world: World, case: Path):
     return "report", [str(record)], [], [record]
 
 
+def record_whose_row_built_other_parts(known_digests: bool) -> Prepare:
+    """A record of two runs of one row whose second line names other parts (a batch gate the
+    first did not build): by hand, or by a recovery that read another run's config; with the
+    first line's configuration digest, or (a line recorded before digests were) none."""
+
+    def prepare(world: World, case: Path):
+        record = case / "record"
+        r = cli("records", str(copied_run(world, case)), "--out", str(record))
+        assert r.returncode == 0, r.stderr
+        row = json.loads((record / "runs.jsonl").read_text())
+        if not known_digests:
+            row["config_digest"] = "unknown"
+            (record / "configs.jsonl").write_text("")
+        second = {**row, "run": "run-b", "parts": {**row["parts"], "attention": ["batch_gate"]}}
+        (record / "runs.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(second) + "\n")
+        return "report", [str(record)], [], [record]
+
+    return prepare
+
+
+def two_runs_of_a_row_one_naming_other_parts(world: World, case: Path):
+    """tools/records.py of two runs of one row, one whose run.json names an agent it did not
+    build (its configuration unchanged; not a part of the encoder, which the build check
+    compares): no record is written."""
+    runs = case / "runs"
+    a, b = runs / "a", runs / "b"
+    shutil.copytree(world.finished, a)
+    shutil.copytree(world.finished, b)
+    run_json_edited(parts={"agent": ["bcq"]})(b)
+    return "records", [str(a), str(b), "--out", str(case / "rec")], [case / "rec"], [a, b]
+
+
 def spec_file(flag: str, text: bytes) -> Prepare:
     """`tools/report.py --headline` or `--verdicts` of a spec file holding `text`, beside an
     empty folder `record`."""
@@ -1910,6 +1942,19 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "report of a record whose row holds two configurations": (
         record_with_two_configurations_in_a_row,
         "hold 2 configurations (run: ",
+    ),
+    "report of a record whose row's runs built other parts": (
+        record_whose_row_built_other_parts(known_digests=True),
+        "built other parts (attention: none (run) v batch_gate (run-b))",
+    ),
+    "report of a record whose row, recorded without digests, built other parts": (
+        record_whose_row_built_other_parts(known_digests=False),
+        "built other parts (attention: none (run) v batch_gate (run-b))",
+    ),
+    "records of two runs of a row, one naming other parts": (
+        two_runs_of_a_row_one_naming_other_parts,
+        "built other parts (agent: brac (a) v bcq (b)), where a row's runs build the same: a "
+        "run's run.json was edited or damaged",
     ),
     "report of a record whose dataset digest is blank": (
         record_of(lambda rows: rows[0]["dataset"].update(content_sha256="")),

@@ -129,6 +129,11 @@ def write_records(
             archive.append(
                 (f"{name}/metrics.jsonl", (Path(run_dir) / "metrics.jsonl").read_bytes())
             )
+    _check_one_configuration_per_row(
+        rows,
+        f"cannot record into {out}",
+        "a run's run.json was edited or damaged; restore it, or leave the run out",
+    )
     config_lines = [{"config_digest": d, "bindings": configs[d]} for d in sorted(configs)]
     files = {
         out / name: "".join(_line(x) for x in lines).encode()
@@ -354,23 +359,42 @@ def read_records(study: Path) -> list[dict[str, Any]]:
     return list(runs.values())
 
 
-def _check_one_configuration_per_row(runs: list[dict], where: Path) -> None:
+def _check_one_configuration_per_row(
+    runs: list[dict], where: Path | str, fix: str | None = None
+) -> None:
     """The runs of one row (ROW: recipe, label, environment, scale) share one configuration, as
     `write_records` lets them in: lines whose recipe or label was edited would move a run into
     another row, here named by the digests that differ. Rows recorded before configurations
-    were (every digest `unknown`) cannot say."""
-    rows: dict[tuple, dict[str, str]] = {}
+    were (every digest `unknown`) cannot say by digest, but the parts their runs built (where
+    known) must still agree: a row whose seeds built different encoders is no row."""
+    fix = fix or DAMAGED
+    rows: dict[tuple, tuple[dict[str, str], dict[str, tuple[str, dict]]]] = {}
     for run in runs:
-        digests = rows.setdefault(tuple(run[k] for k in ROW), {})
+        digests, parts = rows.setdefault(tuple(run[k] for k in ROW), ({}, {}))
         digests.setdefault(run["config_digest"], run["run"])
-    for row, digests in rows.items():
+        if run["parts"] != UNKNOWN:  # the same names in any order, an empty kind as none
+            built = {kind: sorted(names) for kind, names in run["parts"].items() if names}
+            parts.setdefault(json.dumps(built, sort_keys=True), (run["run"], built))
+    for row, (digests, parts) in rows.items():
+        named = f"{where}: the runs of {row[0]} on {row[2]} at scale {row[3]}" + (
+            f" labelled {row[1]!r}" if row[1] else ""
+        )
         if len(digests) > 1:
             (a, run_a), (b, run_b) = list(digests.items())[:2]
             raise FocalppError(
-                f"{where}: the runs of {row[0]} on {row[2]} at scale {row[3]}"
-                + (f" labelled {row[1]!r}" if row[1] else "")
-                + f" hold {len(digests)} configurations ({run_a}: {a[:12]}…; {run_b}: {b[:12]}…), "
-                f"where a record holds one per row: {DAMAGED}"
+                f"{named} hold {len(digests)} configurations ({run_a}: {a[:12]}…; {run_b}: "
+                f"{b[:12]}…), where a record holds one per row: {fix}"
+            )
+        if len(parts) > 1:
+            (run_a, a), (run_b, b) = list(parts.values())[:2]
+            differ = "; ".join(
+                f"{kind}: {', '.join(a.get(kind, [])) or 'none'} ({run_a}) v "
+                f"{', '.join(b.get(kind, [])) or 'none'} ({run_b})"
+                for kind in sorted(set(a) | set(b))
+                if a.get(kind) != b.get(kind)
+            )
+            raise FocalppError(
+                f"{named} built other parts ({differ}), where a row's runs build the same: {fix}"
             )
 
 

@@ -181,7 +181,8 @@ def test_the_headline_in_the_readme_and_the_results_page_is_the_records():
 
 def test_a_headline_cell_of_two_builds_is_refused_naming_them(tmp_path):
     """What a cell trained is read from its records: a row whose runs built two encoders (or
-    ran two precisions) is refused by the headline, naming what differs and the runs."""
+    ran two precisions) is refused by the headline, naming what differs and the runs (two
+    encoders in one row already by the record's reader)."""
     import json
     import shutil
 
@@ -196,7 +197,7 @@ def test_a_headline_cell_of_two_builds_is_refused_naming_them(tmp_path):
     assert good.returncode == 0, good.stderr
     assert "| first edition | 25,000 | fp32 |" in good.stdout
     for field, value, named in (
-        ("parts", {"context_encoder": ["attention_blocks"]}, "in parts"),
+        ("parts", {"context_encoder": ["attention_blocks"]}, "built other parts"),
         ("precision", {"precision": "bf16"}, "in precision"),
     ):
         edited = [dict(r) for r in rows]
