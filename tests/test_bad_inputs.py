@@ -279,6 +279,22 @@ def other_study(world: World, case: Path, **spec):
     return "sweep", [str(path), "--out", str(out)], [out / "runs", out / "index.json"], []
 
 
+def study_folder_built_otherwise(world: World, case: Path):
+    """A study directory holding a finished run of the study's name whose configuration (its
+    run.json's effective bindings) is not the one the study builds now: not done, not skipped."""
+    out = case / "study"
+    run_dir = out / "runs" / "focal-sparse_point_robot-s0"
+    shutil.copytree(world.finished, run_dir)
+    record = json.loads((run_dir / "run.json").read_text())
+    record["effective_bindings"]["loop.loop.steps"] = "7"
+    (run_dir / "run.json").write_text(json.dumps(record))
+    path = case / "study.toml"
+    path.write_text(
+        GOOD_STUDY + 'scale = "tiny"\n' + f"bindings = [\"focal.data_root = '{world.store}'\"]\n"
+    )
+    return "sweep", [str(path), "--out", str(out)], [out / "index.json"], [run_dir]
+
+
 def record_of_mkl_products(world: World, case: Path):
     """A study recording into a record whose portable runs computed their matrix products
     with MKL (made before the products moved to OpenBLAS)."""
@@ -1608,6 +1624,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "study on an unknown backend": (study(GOOD_STUDY, "--backend", "slurm"), "slurm"),
     "study directory of another study": (other_study, "other bindings"),
     "study directory of other numerics": (other_numerics, "other numerics (numerics: 'free')"),
+    "study directory whose finished run was built otherwise": (
+        study_folder_built_otherwise,
+        "focal-sparse_point_robot-s0: built otherwise (loop.loop.steps: 6 v 7)",
+    ),
     "study recording beside runs of MKL's products": (
         record_of_mkl_products,
         "whose matrix products were MKL's",

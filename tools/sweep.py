@@ -35,7 +35,7 @@ from components.cli.parser import ToolParser, whole_number
 from components.cli.run import parse_seeds
 from components.outputs.console import out, run_tool
 from components.reports.contracts import check_analyses
-from components.reports.drift import drifted_rows
+from components.reports.drift import drifted_rows, drifted_runs
 from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
 from components.sweep.job import Outcome
@@ -115,6 +115,12 @@ def execute(args: argparse.Namespace) -> int:
             "count as done and new runs could not join them:\n  "
             + "\n  ".join(drifted)
             + "\nGive the changed rows a variant of their own, or record the study elsewhere"
+        )
+    if drifted := drifted_runs(study, target):
+        raise StudyError(  # a finished run is skipped and a checkpointed one resumed as it was
+            f"{target} holds runs that this study cannot count as done or resume:\n  "
+            + "\n  ".join(drifted)
+            + "\nRun the study into another --out (the runs there are kept as they are)"
         )
     if args.dry_run:  # the processes the study starts: a run each, or a group of seeds each
         jobs = study.jobs()

@@ -404,6 +404,21 @@ bindings = ["task_data.root = '{tiny_data}'"]
         )
         assert not (tmp_path / "out4" / "runs").exists()
     assert len((records / "runs.jsonl").read_text().splitlines()) == 1
+    # the same in the study's own folder: its finished run, of the same name, was built from the
+    # recipe before the edit, so it is not done either; refused, and the run is kept as it was
+    finished = tmp_path / "out" / "runs" / "focal-sparse_point_robot-s0"
+    before = (finished / "eval.json").read_bytes()
+    again = cli(
+        "sweep", str(study), "--out", str(tmp_path / "out"), env={"FOCALPP_RECIPES": str(edited)}
+    )
+    assert again.returncode == 2, again.stderr + again.stdout
+    said = " ".join(again.stderr.split())
+    assert "holds runs that this study cannot count as done or resume" in said
+    assert (
+        "focal-sparse_point_robot-s0: built otherwise "
+        "(agent.brac.policy_mean_reg: 0.002 v (not bound))" in said
+    )
+    assert (finished / "eval.json").read_bytes() == before
     # a record whose portable runs computed their products with MKL (made before they moved to
     # OpenBLAS): a new seed would be another build beside them, refused before it trains
     line = json.loads((records / "runs.jsonl").read_text())
