@@ -7,7 +7,8 @@ the digest of the bindings that took effect. A cell mixing two builds — anothe
 precision, another number of steps, another configuration — would average two experiments
 under one name, so it is refused, naming what differs. A field a run recorded before it
 existed says `unknown`; it is left out of the comparison, never guessed (but for the numerics:
-before runs said, every run trained free).
+before runs said, every run trained free), and a table names it in its `unrecorded` column
+(`provenance_gaps`), so a reader sees what the comparison could not check.
 
 A comparison reads two sides or more — FOCAL++ against FOCAL, rows against their floor and
 ceiling, one task against another inside an average — and the sides differ by what is compared
@@ -159,16 +160,17 @@ class MixedBuilds(FocalppError):
 
     def __init__(self, what: str, field: str, a: tuple, b: tuple):
         (value_a, side_a, run_a), (value_b, side_b, run_b) = a, b
+        a_, b_ = shown_value(value_a), shown_value(value_b)
         super().__init__(
-            f"{what} compares runs built differently, in {field}: {_shown(value_a)} ({side_a}, "
-            f"{run_a}) v {_shown(value_b)} ({side_b}, {run_b}). A comparison reads sides of one "
-            "build: re-run one side with the other's settings"
+            f"{what} compares runs built differently, in {field}: {a_} ({side_a}, {run_a}) v "
+            f"{b_} ({side_b}, {run_b}). A comparison reads sides of one build: re-run one side "
+            "with the other's settings"
         )
         self.field, self.values, self.sides = field, (value_a, value_b), (side_a, side_b)
 
     def brief(self, sides: bool = True) -> str:
         """`precision, rows fp32 v floor bf16` (with the sides), else `precision fp32 v bf16`."""
-        a, b = (_shown(v) for v in self.values)
+        a, b = (shown_value(v) for v in self.values)
         if sides:
             return f"{self.field}, {self.sides[0]} {a} v {self.sides[1]} {b}"
         return f"{self.field} {a} v {b}"
@@ -220,7 +222,9 @@ def _two_values(seen: dict) -> tuple:
     return next(((x, y) for x, y in pairs if x[1] != y[1]), pairs[0])
 
 
-def _shown(value) -> str:
+def shown_value(value) -> str:
+    """A field's value as a refusal names it: steps with thousands separators, bindings as
+    `[a; b]` (or `no bindings`)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     if isinstance(value, tuple):
@@ -232,6 +236,7 @@ def _shown(value) -> str:
 # runs said trained free numerics, so the numerics are never missing)
 PROVENANCE = (
     ("config_digest", "digest"),
+    ("dataset", "data"),  # the content digest of the data it trained on
     ("commit", "commit"),
     ("cpu", "CPU"),
     ("torch", "torch"),
@@ -246,6 +251,8 @@ def provenance_gaps(runs: Sequence[dict]) -> str:
     for field, name in PROVENANCE:
         if field == "precision":
             missing = any(precision_of(run) == UNKNOWN for run in runs)
+        elif field == "dataset":
+            missing = any(dataset_of(run) == UNKNOWN for run in runs)
         elif field == "commit":
             missing = any(
                 run.get("commit") in (None, "", UNKNOWN) or run.get("clean") is not True

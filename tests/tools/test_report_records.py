@@ -224,6 +224,25 @@ MIXES = {
 }
 
 
+def _names_both_values(refusal: str, kind: str, record) -> None:
+    """The refusal names the field and each side's value, as each side's runs hold it."""
+    import json
+    import re
+
+    from components.reports.builds import SIDES_SHARE, shown_value
+
+    read = dict(SIDES_SHARE)[kind]
+    rows = [json.loads(x) for x in (record / "runs.jsonl").read_text().splitlines()]
+    held = {
+        row: {shown_value(read(r)) for r in rows if r["recipe"] == f"{row}.gin"}
+        for row in ("focal", "focalpp")
+    }
+    said = " ".join(refusal.split())
+    named = re.search(rf"in {kind}: (.+?) \([^()]+\) v (.+?) \([^()]+\)", said)
+    assert named and named[1] != named[2], said
+    assert {named[1], named[2]} & held["focal"] and {named[1], named[2]} & held["focalpp"], said
+
+
 def _edit(record, field, value, where) -> None:
     """Set `field` of the record's runs for which `where(run)` holds (the others keep theirs;
     every run gets a portable `numerics` where the record predates the field)."""
@@ -260,6 +279,7 @@ def test_a_headline_refuses_focalpp_and_focal_of_two_builds(tmp_path, kind):
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "FOCAL++ against FOCAL on sparse_point_robot" in refused.stderr
     assert f"compares runs built differently, in {kind}" in refused.stderr
+    _names_both_values(refused.stderr, kind, tmp_path / "rows")
 
 
 @pytest.mark.parametrize("kind", sorted(MIXES))
@@ -277,6 +297,7 @@ def test_a_folder_report_refuses_an_order_of_two_builds(tmp_path, kind):
     refused = cli("report", str(record), "--reps", "100")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "against focal compares runs built differently, in " + kind in refused.stderr
+    _names_both_values(refused.stderr, kind, record)
 
 
 def test_a_test_context_report_refuses_a_floor_or_ceiling_of_another_build(tmp_path):
@@ -325,6 +346,7 @@ def test_a_verdict_refuses_a_reading_of_two_builds(tmp_path, kind):
         f"focalpp against focal on sparse_point_robot compares runs built differently, in {kind}"
         in refused.stderr
     )
+    _names_both_values(refused.stderr, kind, tmp_path / "rows")
 
 
 def test_a_verdict_claimed_below_reads_p_for_the_claimed_side(tmp_path):
@@ -701,6 +723,45 @@ def test_every_verdict_shows_a_figure_of_the_study_it_cites():
             continue
         shown = [i for i in images if any(_shows(section, i) for section in cited)]
         assert shown, f"no figure of the records this row cites: {row[:90]}"
+
+
+def _read_by(spec) -> set[tuple[str, str]]:
+    """The (record, environment) pairs the entries of a headline or verdict spec read."""
+    pairs = set()
+    for entry in spec:
+        records = [entry.get(k) for k in ("record", "paper", "coupled", "references")]
+        records += [r for r in records if isinstance(r, dict) for r in r.values()]
+        pairs |= {(r, env) for r in records if isinstance(r, str) for env in entry.get("envs", ())}
+    return pairs
+
+
+def _figure_of(image: Path) -> tuple[str, str]:
+    """The record (its path under results/) and environment of `<kind>-<env>-<scale>.png`."""
+    return image.parents[1].relative_to(RESULTS).as_posix(), image.stem.split("-")[-2]
+
+
+def _reads(pairs: set[tuple[str, str]], image: Path) -> bool:
+    record, env = _figure_of(image)
+    return any(env == e and (record == r or record.startswith(r + "/")) for r, e in pairs)
+
+
+def test_every_figure_beside_the_verdicts_is_of_a_record_and_task_a_verdict_reads():
+    """docs/RESULTS.md's figures come from the records (and of the tasks) that the headline or
+    a verdict reads, and every claim read from records shows a figure of its own readings: a
+    figure of another study or task beside a verdict would show what the verdict did not read."""
+    import tomllib
+
+    page = ROOT / "docs" / "RESULTS.md"
+    images = [(page.parent / p).resolve() for p in IMAGE.findall(page.read_text())]
+    claims = tomllib.loads((RESULTS / "verdicts.toml").read_text())["claim"]
+    benchmarks = tomllib.loads((RESULTS / "headline.toml").read_text())["benchmark"]
+    read = _read_by([r for c in claims for r in c.get("reading", ())]) | _read_by(benchmarks)
+    assert len(images) >= 10
+    assert [i.relative_to(ROOT) for i in images if not _reads(read, i)] == []
+    for claim in claims:
+        own = _read_by(claim.get("reading", ()))
+        if own:
+            assert any(_reads(own, i) for i in images), f"no figure of {claim['claim']!r}"
 
 
 def _shows(link: Path, image: Path) -> bool:

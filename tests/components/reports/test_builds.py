@@ -118,6 +118,10 @@ def test_provenance_gaps_name_what_some_run_did_not_record():
     assert provenance_gaps([full, old]) == "digest, torch"
     unknown = {**full, "cpu": "unknown", "precision": "unknown"}
     assert provenance_gaps([unknown]) == "CPU, precision"
+    # the data it trained on: a run that did not record their content digest, or left it blank
+    no_data = {k: v for k, v in full.items() if k != "dataset"}
+    assert provenance_gaps([full, no_data]) == "data"
+    assert provenance_gaps([{**full, "dataset": {"content_sha256": ""}}]) == "data"
 
 
 def test_the_steps_binding_is_read_as_the_steps_that_ran():
