@@ -4,6 +4,7 @@ docs/ embeds come from registered sections, and every figure or record docs/ poi
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 from pathlib import Path
@@ -135,6 +136,20 @@ def test_the_records_index_counts_each_record_s_runs():
             assert set(counts) == {int(said)}, (folder, counts)
         else:
             assert sum(counts) == int(said.replace(",", "")), (folder, counts)
+    from components.reports.builds import provenance_gaps
+
+    marked = re.findall(r"^\| `([^`]+)` \| [^|]+ \| [\d,]+(?: each)? \| ([^|]+) \|", text, re.M)
+    assert len(marked) == len(rows)
+    for folder, said in marked:  # what the record's runs did not record, as its reports say
+        base, _, tasks = folder.partition("/<task>")
+        files = (
+            [RESULTS / folder / "runs.jsonl"]
+            if "<task>" not in folder
+            else [p for p in (RESULTS / base).glob("*/runs.jsonl")
+                  if f"{base}/{p.parent.name}" not in named]
+        )  # fmt: skip
+        runs = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+        assert said.strip() == provenance_gaps(runs), folder
     total = int(re.search(r"^([\d,]+) runs in all", text, re.M).group(1).replace(",", ""))
     every = [*RESULTS.glob("*/runs.jsonl"), *RESULTS.glob("*/*/runs.jsonl")]
     assert total == sum(count(p.parent) for p in every)
