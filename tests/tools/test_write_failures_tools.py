@@ -119,3 +119,36 @@ def test_a_sweep_whose_record_cannot_be_written_names_it_and_keeps_its_runs(fini
     assert r.returncode == 2, r.stderr
     assert f"cannot create record folder {blocked / 'rec'}" in r.stderr
     assert (finished_run / "eval.json").is_file()  # the study's run is kept, to record later
+
+
+@pytest.fixture
+def other_file_system(tmp_path):
+    """A folder on another file system than the temporary one (tmpfs at /dev/shm, where the
+    machine has one): a write staged in the temporary folder and moved would cross devices."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("no second file system at /dev/shm on this machine")
+    folder = shm / f"focalpp-test-{os.getpid()}-{tmp_path.name}"
+    folder.mkdir()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_reports_and_records_land_whole_on_another_file_system(finished_run, other_file_system):
+    """Each output is staged beside its target, so a folder on another file system than the
+    source, the working directory or the temporary folder takes it whole, a second time over
+    the first, and a write that fails there replaces nothing."""
+    report, record = other_file_system / "report", other_file_system / "record"
+    for _ in range(2):  # written, then written again over itself
+        done = cli("report", str(RECORD), "--out", str(report))
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        done = cli("records", str(finished_run), "--out", str(record))
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert (report / "report.md").is_file() and any(report.glob("*.png"))
+    assert sum(1 for _ in (record / "runs.jsonl").open()) == 1
+    assert sorted(p.name for p in other_file_system.iterdir()) == ["record", "report"]
+    before = contents(report)
+    done = limited_tool("report", str(RECORD), "--out", str(report), limit=8 * 1024)
+    refused(done, str(report), f"Nothing in {report} was replaced")
+    assert contents(report) == before
+    assert sorted(p.name for p in other_file_system.iterdir()) == ["record", "report"]
