@@ -279,20 +279,44 @@ def other_study(world: World, case: Path, **spec):
     return "sweep", [str(path), "--out", str(out)], [out / "runs", out / "index.json"], []
 
 
-def study_folder_built_otherwise(world: World, case: Path):
-    """A study directory holding a finished run of the study's name whose configuration (its
-    run.json's effective bindings) is not the one the study builds now: not done, not skipped."""
-    out = case / "study"
-    run_dir = out / "runs" / "focal-sparse_point_robot-s0"
-    shutil.copytree(world.finished, run_dir)
-    record = json.loads((run_dir / "run.json").read_text())
+def study_folder_built_otherwise(edit, drop: tuple[str, ...] = ()) -> Prepare:
+    """A study directory holding a run of the study's name that the sweep would keep (finished,
+    or stopped after a checkpoint: `drop` eval.json) whose run.json `edit` spoils: another
+    configuration than the study builds now (its digest left as it was), none recorded, or a
+    file that is not a run record. Refused before anything trains; the run is kept."""
+
+    def prepare(world: World, case: Path):
+        out = case / "study"
+        run_dir = out / "runs" / "focal-sparse_point_robot-s0"
+        shutil.copytree(world.finished, run_dir)
+        for name in drop:
+            (run_dir / name).unlink()
+        path = run_dir / "run.json"
+        path.write_text(edit(json.loads(path.read_text())))
+        study = case / "study.toml"
+        study.write_text(
+            GOOD_STUDY
+            + 'scale = "tiny"\n'
+            + f"bindings = [\"focal.data_root = '{world.store}'\"]\n"
+        )
+        return "sweep", [str(study), "--out", str(out)], [out / "index.json"], [run_dir]
+
+    return prepare
+
+
+STEPS_7 = (
+    "focal-sparse_point_robot-s0: built otherwise (today v its run.json: loop.loop.steps: 6 v 7)"
+)
+
+
+def _steps_7(record: dict) -> str:
     record["effective_bindings"]["loop.loop.steps"] = "7"
-    (run_dir / "run.json").write_text(json.dumps(record))
-    path = case / "study.toml"
-    path.write_text(
-        GOOD_STUDY + 'scale = "tiny"\n' + f"bindings = [\"focal.data_root = '{world.store}'\"]\n"
-    )
-    return "sweep", [str(path), "--out", str(out)], [out / "index.json"], [run_dir]
+    return json.dumps(record)
+
+
+def _no_bindings(record: dict) -> str:
+    record.pop("effective_bindings")
+    return json.dumps(record)
 
 
 def record_of_mkl_products(world: World, case: Path):
@@ -308,6 +332,15 @@ def record_of_mkl_products(world: World, case: Path):
     path.write_text(GOOD_STUDY.replace("seeds = [0]", "seeds = [7]"))
     out = case / "study"
     return "sweep", [str(path), "--out", str(out), "--records", str(record)], [out / "runs"], []
+
+
+def other_study_with_runs(world: World, case: Path):
+    """The same, holding a run of the study's name: refused as another study's folder (what
+    differs in the study), before its runs are compared one by one."""
+    tool, args, _, _ = other_study(world, case)
+    run_dir = case / "study" / "runs" / "focal-sparse_point_robot-s0"
+    shutil.copytree(world.finished, run_dir)
+    return tool, args, [case / "study" / "index.json"], [run_dir]
 
 
 def other_numerics(world: World, case: Path):
@@ -1623,10 +1656,23 @@ CASES: dict[str, tuple[Prepare, str]] = {
     ),
     "study on an unknown backend": (study(GOOD_STUDY, "--backend", "slurm"), "slurm"),
     "study directory of another study": (other_study, "other bindings"),
+    "study directory of another study, holding runs": (other_study_with_runs, "other bindings"),
     "study directory of other numerics": (other_numerics, "other numerics (numerics: 'free')"),
     "study directory whose finished run was built otherwise": (
-        study_folder_built_otherwise,
-        "focal-sparse_point_robot-s0: built otherwise (loop.loop.steps: 6 v 7)",
+        study_folder_built_otherwise(_steps_7),
+        STEPS_7,
+    ),
+    "study directory whose stopped run was built otherwise": (
+        study_folder_built_otherwise(_steps_7, drop=("eval.json",)),
+        STEPS_7,
+    ),
+    "study directory whose run recorded no effective bindings": (
+        study_folder_built_otherwise(_no_bindings),
+        "focal-sparse_point_robot-s0: its run.json records no effective bindings",
+    ),
+    "study directory whose run's record is not JSON": (
+        study_folder_built_otherwise(lambda record: "{not json"),
+        "cannot count as done",
     ),
     "study recording beside runs of MKL's products": (
         record_of_mkl_products,

@@ -39,7 +39,7 @@ from components.reports.drift import drifted_rows, drifted_runs
 from components.reports.records import is_records, read_records, write_records
 from components.reports.report import report
 from components.sweep.job import Outcome
-from components.sweep.runner import INDEX, run_study
+from components.sweep.runner import INDEX, check_claim, run_study
 from components.sweep.study import (
     MAX_RETRIES,
     StudyError,
@@ -116,11 +116,14 @@ def execute(args: argparse.Namespace) -> int:
             + "\n  ".join(drifted)
             + "\nGive the changed rows a variant of their own, or record the study elsewhere"
         )
-    if drifted := drifted_runs(study, target):
+    check_claim(Path(target), study)  # a folder of another study: refused as such first
+    recorded = frozenset(run["run"] for run in kept)
+    if drifted := drifted_runs(study, target, recorded):
         raise StudyError(  # a finished run is skipped and a checkpointed one resumed as it was
             f"{target} holds runs that this study cannot count as done or resume:\n  "
             + "\n  ".join(drifted)
-            + "\nRun the study into another --out (the runs there are kept as they are)"
+            + "\nRun the study into another --out, or move the named run folders aside (they "
+            "are kept as they are); a row changed on purpose can take a variant of its own"
         )
     if args.dry_run:  # the processes the study starts: a run each, or a group of seeds each
         jobs = study.jobs()
@@ -134,7 +137,6 @@ def execute(args: argparse.Namespace) -> int:
         detail = f" ({outcome.reason})" if outcome.reason else ""
         out.print(escape(f"{outcome.name}: {outcome.status}, {outcome.how}{detail}"))
 
-    recorded = frozenset(run["run"] for run in kept)
     index = run_study(
         study, target, backend, backend_name=args.backend, on_outcome=show, recorded=recorded
     )

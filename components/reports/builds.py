@@ -160,11 +160,11 @@ class MixedBuilds(FocalppError):
 
     def __init__(self, what: str, field: str, a: tuple, b: tuple):
         (value_a, side_a, run_a), (value_b, side_b, run_b) = a, b
-        a_, b_ = shown_value(value_a), shown_value(value_b)
+        shown_a, shown_b = shown_value(value_a), shown_value(value_b)
         super().__init__(
-            f"{what} compares runs built differently, in {field}: {a_} ({side_a}, {run_a}) v "
-            f"{b_} ({side_b}, {run_b}). A comparison reads sides of one build: re-run one side "
-            "with the other's settings"
+            f"{what} compares runs built differently, in {field}: {shown_a} ({side_a}, {run_a}) v "
+            f"{shown_b} ({side_b}, {run_b}). A comparison reads sides of one build: re-run one "
+            "side with the other's settings"
         )
         self.field, self.values, self.sides = field, (value_a, value_b), (side_a, side_b)
 
@@ -232,37 +232,26 @@ def shown_value(value) -> str:
     return str(value)
 
 
-# what a verdict's runs should each record, by the name a reader sees (a run recorded before
-# runs said trained free numerics, so the numerics are never missing)
-PROVENANCE = (
-    ("config_digest", "digest"),
-    ("dataset", "data"),  # the content digest of the data it trained on
-    ("commit", "commit"),
-    ("cpu", "CPU"),
-    ("torch", "torch"),
-    ("precision", "precision"),
+def _field(name: str) -> Callable[[dict], bool]:
+    return lambda run: run.get(name) in (None, "", UNKNOWN)
+
+
+# what a verdict's runs should each record, by the name a reader sees, and how a run lacks it (a
+# run recorded before runs said trained free numerics, so the numerics are never missing)
+PROVENANCE: tuple[tuple[str, Callable[[dict], bool]], ...] = (
+    ("digest", _field("config_digest")),
+    ("data", lambda run: dataset_of(run) == UNKNOWN),  # the content digest of its data
+    # a run from an uncommitted tree (or one that did not say) names no commit to read it at
+    ("commit", lambda run: _field("commit")(run) or run.get("clean") is not True),
+    ("CPU", _field("cpu")),
+    ("torch", _field("torch")),
+    ("precision", lambda run: precision_of(run) == UNKNOWN),
 )
 
 
 def provenance_gaps(runs: Sequence[dict]) -> str:
-    """What some of `runs` did not record (`-`: nothing), e.g. `digest, torch`; a run from an
-    uncommitted tree (or one that did not say) names no commit its code can be read at."""
-    gaps = []
-    for field, name in PROVENANCE:
-        if field == "precision":
-            missing = any(precision_of(run) == UNKNOWN for run in runs)
-        elif field == "dataset":
-            missing = any(dataset_of(run) == UNKNOWN for run in runs)
-        elif field == "commit":
-            missing = any(
-                run.get("commit") in (None, "", UNKNOWN) or run.get("clean") is not True
-                for run in runs
-            )
-        else:
-            missing = any(run.get(field) in (None, "", UNKNOWN) for run in runs)
-        if missing:
-            gaps.append(name)
-    return ", ".join(gaps) or "-"
+    """What some of `runs` did not record (`-`: nothing), e.g. `digest, torch`."""
+    return ", ".join(name for name, lacks in PROVENANCE if any(map(lacks, runs))) or "-"
 
 
 def encoder_name(runs: Sequence[dict]) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from components.outputs.checkpoint import CHECKPOINT
 from components.outputs.run_record import read_run_record
 from components.reports.builds import UNKNOWN
 from components.reports.records import read_configs, read_records
 from components.sweep.study import RunSpec, Study
 from registry import FocalppError, compose
-from registry.provenance import recorded_config_check
+from registry.provenance import config_digest, recorded_config_check
 
 
 def drifted_rows(study: Study, record: Path) -> list[str]:
@@ -45,55 +46,72 @@ def drifted_rows(study: Study, record: Path) -> list[str]:
                 "configuration digest(s), so the row cannot be checked"
             )
             continue
-        differ = _differs(spec, study, configs[digests.pop()])
+        differ = _differs(spec, configs[digests.pop()])
         if differ:
             problems.append(f"{what}: {'; '.join(differ)}")
     return problems
 
 
-def drifted_runs(study: Study, folder: Path) -> list[str]:
-    """One line per run of `study` already in the output `folder` (finished, or checkpointed
-    and so to be resumed) that a run of its row would not build today: its configuration
-    differs from the row's (named), or its run.json cannot say (no effective bindings). The
-    sweep skips a finished run and resumes a checkpointed one from its own configuration, so
-    without this a run of the same name but another configuration would count as done."""
-    runs = Path(folder) / "runs"
-    if not runs.is_dir():
-        return []
+def drifted_runs(study: Study, folder: Path, recorded: frozenset[str] = frozenset()) -> list[str]:
+    """One line per run of `study` in the output `folder` that the sweep would keep (finished:
+    skipped; checkpointed: resumed from its own configuration) although a run of its row would
+    not be built so today: its configuration differs (named), or its run.json cannot say (not
+    readable, no effective bindings). Runs that `recorded` (a record's run names) holds whole,
+    group by group, are not taken from the folder and are left out."""
     problems: list[str] = []
-    rows: dict[tuple[str, str, str], list[tuple[RunSpec, dict]]] = {}
-    for spec in study.runs():
-        run_dir = runs / spec.name
-        if not (run_dir / "run.json").is_file():
-            continue  # never started, or died before its record: started afresh
+    configs: dict[tuple, list[RunSpec]] = {}  # a row's runs of one configuration: composed once
+    records: dict[tuple, dict[str, str]] = {}
+    for spec in _kept(study, Path(folder) / "runs", recorded):
         try:
-            record = read_run_record(run_dir, doing="check")
+            record = read_run_record(Path(folder) / "runs" / spec.name, doing="count as done")
         except FocalppError as e:
-            problems.append(f"{spec.name}: {e}")
+            problems.append(str(e))
             continue
-        rows.setdefault((spec.recipe, spec.variant, spec.env), []).append((spec, record))
-    for members in rows.values():
-        by_config: dict[str, list[tuple[RunSpec, dict]]] = {}  # composed once per configuration
-        for spec, record in members:
-            if not isinstance(record.get("effective_bindings"), dict):
-                problems.append(f"{spec.name}: its run.json records no effective bindings")
-            else:
-                digest = record.get("config_digest", UNKNOWN)
-                by_config.setdefault(digest, []).append((spec, record))
-        for same in by_config.values():
-            spec, record = same[0]
-            if differ := _differs(spec, study, record["effective_bindings"]):
-                names = ", ".join(s.name for s, _ in same)
-                problems.append(f"{names}: built otherwise ({'; '.join(differ)})")
+        bindings = record.get("effective_bindings")
+        if not isinstance(bindings, dict):
+            problems.append(f"{spec.name}: its run.json records no effective bindings (a run "
+                            "made before runs recorded them), so it cannot be shown to be this "
+                            "study's")  # fmt: skip
+            continue
+        # keyed by the bindings' own digest, not the one the file claims: an edited file shows
+        key = (spec.recipe, spec.variant, spec.env, config_digest(bindings))
+        configs.setdefault(key, []).append(spec)
+        records[key] = bindings
+    for key, specs in configs.items():
+        if differ := _differs(specs[0], records[key]):
+            problems.append(f"{_names(specs)}: built otherwise (today v its run.json: "
+                            f"{'; '.join(differ)})")  # fmt: skip
     return problems
 
 
-def _differs(spec: RunSpec, study: Study, recorded: dict[str, str]) -> list[str]:
+def _kept(study: Study, runs: Path, recorded: frozenset[str]) -> list[RunSpec]:
+    """The study's runs that the sweep would keep from `runs`: finished or checkpointed (one
+    with neither is removed and started afresh, components/sweep/job.py), and not among a
+    process's runs that the record holds all of (those the sweep does not start)."""
+    taken = {m.name for job in study.jobs() for m in job.members if not _all_in(job, recorded)}
+    return [
+        spec
+        for spec in study.runs()
+        if spec.name in taken
+        and any((runs / spec.name / name).is_file() for name in ("eval.json", CHECKPOINT))
+    ]
+
+
+def _all_in(job, recorded: frozenset[str]) -> bool:
+    return {m.name for m in job.members} <= recorded
+
+
+def _names(specs: list[RunSpec]) -> str:
+    names = [s.name for s in specs]
+    return ", ".join(names) if len(names) <= 3 else f"{names[0]} … {names[-1]} ({len(names)} runs)"
+
+
+def _differs(spec: RunSpec, recorded: dict[str, str]) -> list[str]:
     """The bindings in which a run of `spec`, composed now, would differ from `recorded`."""
     compose(
         spec.recipe,
         env=spec.env,
-        scale=study.scale,
+        scale=spec.scale,
         seed=spec.seed,
         bindings=list(spec.bindings),
         plugins=list(spec.plugins),

@@ -174,6 +174,14 @@ def _claim(out: Path, study: Study) -> dict[str, Any]:
     folder's spec: the study's, its recipes, envs, seeds and variants joined with those of the
     parts run into it before (`--recipes`, `--seeds`, ...)."""
     make_dirs(out, "study directory")  # a file in the way or too long a name is refused
+    spec = check_claim(out, study)
+    atomic_write_text(out / "study.json", json.dumps(spec, indent=1))
+    return spec
+
+
+def check_claim(out: Path, study: Study) -> dict[str, Any]:
+    """The spec `_claim` would write for `study` in `out` (writing nothing), or the refusal of
+    a folder whose runs a study with other run-shaping fields made."""
     spec_file = out / "study.json"
     if spec_file.is_file():
         before = _read_spec(spec_file)
@@ -192,11 +200,8 @@ def _claim(out: Path, study: Study) -> dict[str, Any]:
                 f"({', '.join(f'{k}: {before.get(k)!r}' for k in changed)}); its finished runs "
                 "would be mixed with new ones. Choose another --out"
             )
-        spec = _joined(before, study.to_dict())
-    else:
-        spec = study.to_dict()
-    atomic_write_text(spec_file, json.dumps(spec, indent=1))
-    return spec
+        return _joined(before, study.to_dict())
+    return study.to_dict()
 
 
 def _joined(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:

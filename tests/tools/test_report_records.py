@@ -110,49 +110,57 @@ def test_every_figure_and_record_the_docs_point_at_exists():
     assert missing == []
 
 
+INDEX_ROW = r"^\| `([^`]+)` \| [^|]+ \| ([\d,]+)( each)? \| ([^|]+) \|"
+
+
+def _index_rows() -> list[tuple[str, str, str, str]]:
+    """results/README.md's rows with runs: (folder, runs, ' each' or '', unrecorded)."""
+    return re.findall(INDEX_ROW, (RESULTS / "README.md").read_text(), re.M)
+
+
+def _record_files(folder: str, named: set[str]) -> list[Path]:
+    """The runs.jsonl files of an index row: its record, or for a folder of tasks (`<task>`)
+    the task records that no row of their own names."""
+    base, _, _ = folder.partition("/<task>")
+    if "<task>" not in folder:
+        return [RESULTS / folder / "runs.jsonl"]
+    files = sorted((RESULTS / base).glob("*/runs.jsonl"))
+    return [p for p in files if f"{base}/{p.parent.name}" not in named]
+
+
 def test_the_records_index_counts_each_record_s_runs():
     """results/README.md's runs column and its total are the records' line counts: a folder of
     tasks (`<task>`) counts its task records, together or `each`."""
-    text = (RESULTS / "README.md").read_text()
-    rows = re.findall(r"^\| `([^`]+)` \| [^|]+ \| ([\d,]+)( each)? \|", text, re.M)
-    named = {folder for folder, _, _ in rows}
+    rows = _index_rows()
+    named = {row[0] for row in rows}
     assert len(rows) >= 20
 
-    def count(folder: Path) -> int:
-        return len((folder / "runs.jsonl").read_text().splitlines())
+    def count(path: Path) -> int:
+        return len(path.read_text().splitlines())
 
-    for folder, said, each in rows:
-        base, _, tasks = folder.partition("/<task>")
-        if not tasks and "<task>" not in folder:
-            assert count(RESULTS / folder) == int(said.replace(",", "")), folder
-            continue
-        counts = [
-            count(p.parent)
-            for p in sorted((RESULTS / base).glob("*/runs.jsonl"))
-            if f"{base}/{p.parent.name}" not in named
-        ]
+    for folder, said, each, _ in rows:
+        counts = [count(p) for p in _record_files(folder, named)]
         assert counts, folder
         if each:
             assert set(counts) == {int(said)}, (folder, counts)
         else:
             assert sum(counts) == int(said.replace(",", "")), (folder, counts)
-    from components.reports.builds import provenance_gaps
-
-    marked = re.findall(r"^\| `([^`]+)` \| [^|]+ \| [\d,]+(?: each)? \| ([^|]+) \|", text, re.M)
-    assert len(marked) == len(rows)
-    for folder, said in marked:  # what the record's runs did not record, as its reports say
-        base, _, tasks = folder.partition("/<task>")
-        files = (
-            [RESULTS / folder / "runs.jsonl"]
-            if "<task>" not in folder
-            else [p for p in (RESULTS / base).glob("*/runs.jsonl")
-                  if f"{base}/{p.parent.name}" not in named]
-        )  # fmt: skip
-        runs = [json.loads(line) for f in files for line in f.read_text().splitlines()]
-        assert said.strip() == provenance_gaps(runs), folder
+    text = (RESULTS / "README.md").read_text()
     total = int(re.search(r"^([\d,]+) runs in all", text, re.M).group(1).replace(",", ""))
     every = [*RESULTS.glob("*/runs.jsonl"), *RESULTS.glob("*/*/runs.jsonl")]
-    assert total == sum(count(p.parent) for p in every)
+    assert total == sum(count(p) for p in every)
+
+
+def test_the_records_index_names_what_each_record_s_runs_did_not_record():
+    """results/README.md's `unrecorded` column is what the record's reports say of its runs."""
+    from components.reports.builds import provenance_gaps
+
+    rows = _index_rows()
+    named = {row[0] for row in rows}
+    for folder, _, _, said in rows:
+        files = _record_files(folder, named)
+        runs = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+        assert said.strip() == provenance_gaps(runs), folder
 
 
 def test_every_committed_figure_is_embedded_in_a_page():
@@ -241,9 +249,6 @@ MIXES = {
 
 def _names_both_values(refusal: str, kind: str, record) -> None:
     """The refusal names the field and each side's value, as each side's runs hold it."""
-    import json
-    import re
-
     from components.reports.builds import SIDES_SHARE, shown_value
 
     read = dict(SIDES_SHARE)[kind]

@@ -336,6 +336,38 @@ def test_variants_repeat_runs_with_their_bindings_and_label(tmp_path):
     assert runs[0].call("out")[1]["label"] == "r0.3"
 
 
+def test_a_run_that_died_before_its_first_checkpoint_is_started_afresh_whatever_it_held(
+    tiny_data, tmp_path
+):
+    """Only a run the sweep keeps (finished, or checkpointed) must have been built as the study
+    builds it now: one that died before its first checkpoint is removed and trained again, so
+    another configuration in its run.json is no reason to refuse the study; a run the record
+    holds is not taken from the folder either."""
+    study = tmp_path / "afresh.toml"
+    study.write_text(
+        'name = "afresh"\nrecipes = ["focal.gin"]\nenvs = ["sparse_point_robot"]\n'
+        f'seeds = [0]\nscale = "tiny"\nbindings = ["task_data.root = \'{tiny_data}\'"]\n'
+    )
+    out, records = tmp_path / "out", tmp_path / "results" / "afresh"
+    assert cli("sweep", str(study), "--out", str(out)).returncode == 0
+    assert cli("records", str(out), "--out", str(records)).returncode == 0
+    run_dir = out / "runs" / "focal-sparse_point_robot-s0"
+    record = json.loads((run_dir / "run.json").read_text())
+    record["effective_bindings"]["loop.loop.steps"] = "7"
+    (run_dir / "run.json").write_text(json.dumps(record))
+    assert cli("sweep", str(study), "--out", str(out)).returncode == 2  # finished: refused
+    recorded = cli("sweep", str(study), "--out", str(out), "--records", str(records))
+    assert recorded.returncode == 0, recorded.stderr  # the record holds it: not read from out
+    assert "focal-sparse_point_robot-s0: done, recorded" in recorded.stdout
+    for name in ("eval.json", "checkpoint.pt", "checkpoint.prev.pt"):
+        (run_dir / name).unlink(missing_ok=True)
+    again = cli("sweep", str(study), "--out", str(out))
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "focal-sparse_point_robot-s0: done, ran" in again.stdout
+    trained = json.loads((run_dir / "run.json").read_text())["effective_bindings"]
+    assert trained["loop.loop.steps"] == "6"
+
+
 def test_a_study_runs_an_analysis_from_its_plugins(tiny_data, tmp_path):
     """An analysis defined in a study's plugin file is found when the study is checked and runs
     on every finished run (its plugin is passed to tools/analyze.py)."""
@@ -415,8 +447,8 @@ bindings = ["task_data.root = '{tiny_data}'"]
     said = " ".join(again.stderr.split())
     assert "holds runs that this study cannot count as done or resume" in said
     assert (
-        "focal-sparse_point_robot-s0: built otherwise "
-        "(agent.brac.policy_mean_reg: 0.002 v (not bound))" in said
+        "focal-sparse_point_robot-s0: built otherwise (today v its run.json: "
+        "agent.brac.policy_mean_reg: 0.002 v (not bound))" in said
     )
     assert (finished / "eval.json").read_bytes() == before
     # a record whose portable runs computed their products with MKL (made before they moved to
