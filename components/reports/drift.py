@@ -59,8 +59,7 @@ def drifted_runs(study: Study, folder: Path, recorded: frozenset[str] = frozense
     readable, no effective bindings). Runs that `recorded` (a record's run names) holds whole,
     group by group, are not taken from the folder and are left out."""
     problems: list[str] = []
-    configs: dict[tuple, list[RunSpec]] = {}  # a row's runs of one configuration: composed once
-    records: dict[tuple, dict[str, str]] = {}
+    configs: dict[tuple, tuple[dict, list[RunSpec]]] = {}  # a row's configuration: composed once
     for spec in _kept(study, Path(folder) / "runs", recorded):
         try:
             record = read_run_record(Path(folder) / "runs" / spec.name, doing="count as done")
@@ -75,10 +74,9 @@ def drifted_runs(study: Study, folder: Path, recorded: frozenset[str] = frozense
             continue
         # keyed by the bindings' own digest, not the one the file claims: an edited file shows
         key = (spec.recipe, spec.variant, spec.env, config_digest(bindings))
-        configs.setdefault(key, []).append(spec)
-        records[key] = bindings
-    for key, specs in configs.items():
-        if differ := _differs(specs[0], records[key]):
+        configs.setdefault(key, (bindings, []))[1].append(spec)
+    for bindings, specs in configs.values():
+        if differ := _differs(specs[0], bindings):
             problems.append(f"{_names(specs)}: built otherwise (today v its run.json: "
                             f"{'; '.join(differ)})")  # fmt: skip
     return problems
@@ -88,17 +86,14 @@ def _kept(study: Study, runs: Path, recorded: frozenset[str]) -> list[RunSpec]:
     """The study's runs that the sweep would keep from `runs`: finished or checkpointed (one
     with neither is removed and started afresh, components/sweep/job.py), and not among a
     process's runs that the record holds all of (those the sweep does not start)."""
-    taken = {m.name for job in study.jobs() for m in job.members if not _all_in(job, recorded)}
+    members = [{m.name for m in job.members} for job in study.jobs()]
+    taken = set().union(*(names for names in members if not names <= recorded))
     return [
         spec
         for spec in study.runs()
         if spec.name in taken
         and any((runs / spec.name / name).is_file() for name in ("eval.json", CHECKPOINT))
     ]
-
-
-def _all_in(job, recorded: frozenset[str]) -> bool:
-    return {m.name for m in job.members} <= recorded
 
 
 def _names(specs: list[RunSpec]) -> str:
