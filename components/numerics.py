@@ -41,6 +41,7 @@ from importlib import metadata
 
 import components.products as products
 import components.vector_math as vector_math
+from registry.errors import FocalppError
 
 PORTABLE, FREE = "portable", "free"
 MODES = (PORTABLE, FREE)
@@ -52,8 +53,9 @@ OPENBLAS_CORE = "Haswell"  # numpy's OpenBLAS: its AVX2 + FMA kernels, whatever 
 THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-class NumericsError(RuntimeError):
-    """Portable numerics asked for where they cannot hold (too late, or not an x86 CPU)."""
+class NumericsError(FocalppError, RuntimeError):
+    """Portable numerics asked for where they cannot hold (too late, not an x86 CPU with AVX2
+    and FMA, a GPU run): a tool says it in one line and exits 2."""
 
 
 def portable_env() -> dict[str, str]:
@@ -99,13 +101,24 @@ def _gpu_run(device: str | None) -> bool:
     return not cpu_build and os.path.exists("/proc/driver/nvidia/version")
 
 
+def holds() -> bool:
+    """Whether portable numerics can hold on this CPU (x86-64 with AVX2 and FMA), told before
+    torch loads."""
+    return _x86() and {"avx2", "fma"} <= _cpu_flags()
+
+
+def build_default() -> str:
+    """A dataset build's numerics where none are asked for: portable where they hold, free on
+    another CPU (an ARM laptop: data of that machine only, which its manifest says)."""
+    return PORTABLE if holds() else FREE
+
+
 def run_default(device: str | None = None) -> str:
     """A run's numerics where none are asked for (`device`: its `--device`): portable where they
     hold and cost no more than free ones (a CPU run on an x86-64 CPU with AVX2 and FMA: a
     portable step measured 0.90× a free one, docs/NUMERICS.md), free elsewhere (a GPU run,
     another CPU)."""
-    holds = _x86() and {"avx2", "fma"} <= _cpu_flags() and not _gpu_run(device)
-    return PORTABLE if holds else FREE
+    return PORTABLE if holds() and not _gpu_run(device) else FREE
 
 
 def run_default_of(argv: Sequence[str]) -> str:
@@ -187,7 +200,11 @@ def pin_for_command(
     if mode is None:
         mode = default if isinstance(default, str) else default(argv)
     if mode == PORTABLE:
-        pin()
+        try:
+            pin()
+        except NumericsError as e:  # before the tool's own error handling has loaded
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
     return mode
 
 

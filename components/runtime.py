@@ -31,17 +31,28 @@ def tune_allocator() -> bool:
 
 
 def resolve_device(name: str):
-    """'auto' (CUDA if available, else CPU), 'cpu', 'cuda' or 'cuda:N' -> a torch.device."""
+    """'auto' (CUDA if available, else CPU), 'cpu', 'cuda' or 'cuda:N' -> a torch.device.
+
+    Portable numerics (components/numerics.py) are the CPU's: in a process that has them, 'auto'
+    is the CPU and a GPU is refused, since a GPU's kernels round otherwise and a run recorded as
+    portable would not be."""
     import torch
 
+    import components.numerics as numerics
     from registry import FocalppError
 
+    portable = numerics.mode() == numerics.PORTABLE
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device("cuda" if torch.cuda.is_available() and not portable else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise FocalppError(
             f"device {name!r} was asked for, but this PyTorch sees no CUDA GPU; "
             "use --device cpu (or auto)"
+        )
+    if name.startswith("cuda") and portable:
+        raise numerics.NumericsError(
+            f"device {name!r} with portable numerics: they hold for CPU runs only (a GPU "
+            "rounds otherwise); use --numerics free for a GPU run, or --device cpu"
         )
     try:
         return torch.device(name)

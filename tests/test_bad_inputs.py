@@ -694,6 +694,17 @@ def two_runs_of_a_row_one_naming_other_parts(world: World, case: Path):
     return "records", [str(a), str(b), "--out", str(case / "rec")], [case / "rec"], [a, b]
 
 
+def two_runs_of_a_row_one_trained_free(world: World, case: Path):
+    """tools/records.py of two runs of one row, the second trained with free numerics (its
+    run.json says so; the first's portable): one row holds one build, so no record is written."""
+    runs = case / "runs"
+    a, b = runs / "a", runs / "b"
+    shutil.copytree(world.finished, a)
+    shutil.copytree(world.finished, b)
+    run_json_edited(numerics={"mode": "free", "torch_threads": 2})(b)
+    return "records", [str(a), str(b), "--out", str(case / "rec")], [case / "rec"], [a, b]
+
+
 def spec_file(flag: str, text: bytes) -> Prepare:
     """`tools/report.py --headline` or `--verdicts` of a spec file holding `text`, beside an
     empty folder `record`."""
@@ -2016,6 +2027,10 @@ CASES: dict[str, tuple[Prepare, str]] = {
     "report of a record whose row, recorded without digests, built other parts": (
         record_whose_row_built_other_parts(known_digests=False),
         "built other parts (attention: none (run) v batch_gate (run-b))",
+    ),
+    "records of two runs of a row, one trained free": (
+        two_runs_of_a_row_one_trained_free,
+        "were built differently, in numerics: 'portable' (a); 'free' (b)",
     ),
     "records of two runs of a row, one naming other parts": (
         two_runs_of_a_row_one_naming_other_parts,

@@ -7,8 +7,9 @@ import sys
 
 from components import numerics
 
-# a dataset is built with portable numerics (unless --numerics free), set before torch loads
-numerics.pin_for_command(default=numerics.PORTABLE)
+# a dataset is built with portable numerics (unless --numerics free, or on a CPU where they
+# cannot hold: numerics.build_default), set before torch loads
+numerics.pin_for_command(default=lambda argv: numerics.build_default())
 
 from components.cli.collect import main  # noqa: E402
 

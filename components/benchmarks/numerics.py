@@ -5,8 +5,8 @@ measurement runs in a process of its own, the two kinds alternated round after r
 change in the machine's speed reaches both alike; every figure is a ratio within one sitting.
 
 - step: one fp32 training step of FOCAL and of FOCAL++ at the CPU scale (median ms), free (the
-  machine's fastest kernels, all its cores as torch threads: how `tools/run.py` trains by
-  default) against portable (one thread, the kernels every x86 CPU shares); and one update of a
+  machine's fastest kernels, all its cores as torch threads: how `--numerics free` trains)
+  against portable (one thread, the kernels every x86 CPU shares); and one update of a
   behaviour policy at the long builds' sizes, which a build makes per environment step: one
   task's own SAC (the Fwd-Back families: 256-256, batch 256) and the conditioned SAC of
   Sparse-Cheetah-Vel (one network for 100 tasks, 256-256, 16 transitions per task);

@@ -35,6 +35,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+import components.numerics as numerics
 from components.cli.parser import ToolParser, whole_number
 from components.data.build import describe
 from components.data.collect import collect, collect_shard
@@ -73,9 +74,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--numerics",
         choices=("portable", "free"),
-        default="portable",
-        help="portable (default): the same bytes on every x86 CPU; free: this machine's own "
-        "kernels and threads, in this process (other data; for timing against)",
+        help="portable (the default on an x86 CPU with AVX2 and FMA): the same bytes on every "
+        "such CPU; free (the default elsewhere): this machine's own kernels and threads, in "
+        "this process (other data; for timing against)",
     )
     p.add_argument("--list", action="store_true", help="list the cached datasets")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
@@ -143,16 +144,19 @@ def execute(args: argparse.Namespace) -> int:
         "tag": args.tag,
         "root": args.out,
     }
+    mode = args.numerics or numerics.build_default()  # what tools/collect.py pinned
     if args.merge is not None:
         dataset = collect(args.env, merge=args.merge, **choices)
     else:
         with _progress(f"collecting {args.env}") as progress:
             if args.shard is not None:
                 index, count = _shard(args.shard)
-                path = collect_shard(args.env, index, count, progress=progress, **choices)
+                path = collect_shard(
+                    args.env, index, count, progress=progress, numerics=mode, **choices
+                )
                 out.print(json.dumps({"shard": f"{index}/{count}", "path": str(path)}))
                 return 0
-            dataset = collect(args.env, progress=progress, numerics=args.numerics, **choices)
+            dataset = collect(args.env, progress=progress, numerics=mode, **choices)
     qualities = [args.quality] if args.quality else dataset.qualities
     for quality in qualities:
         dataset.quality(quality)  # validates every array of that quality

@@ -99,13 +99,23 @@ def collect(
 
 
 def collect_shard(
-    env: str, index: int, count: int, *, progress: Progress | None = None, **choices
+    env: str,
+    index: int,
+    count: int,
+    *,
+    progress: Progress | None = None,
+    numerics: str = "portable",
+    **choices,
 ) -> Path:
     """Train the behaviour policies of task shard `index` of `count` of `env`'s dataset only
-    (components/data/shards.py); its directory. `collect(env, merge=count)` joins them."""
+    (components/data/shards.py), in this process, which must have `numerics` in force (set
+    before torch loaded: tools/collect.py and a study's workers do); its directory.
+    `collect(env, merge=count)` joins them."""
     at = which(env, **choices)
     place = {"root": at.root, "tag": at.tag, "scale": at.scale}
-    return build_shard(at.family, at.protocol, at.seed, index, count, **place, progress=progress)
+    return build_shard(
+        at.family, at.protocol, at.seed, index, count, **place, progress=progress, mode=numerics
+    )
 
 
 def _check_bindings_used(family: str, protocol: str, seed: int) -> None:

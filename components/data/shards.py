@@ -25,7 +25,7 @@ import numpy as np
 
 import components.numerics as numerics
 from components.data.behaviour import Progress
-from components.data.blocks import concatenate, partial_dir, write_collected
+from components.data.blocks import concatenate, json_key, partial_dir, write_collected
 from components.data.build import build_lock, cached, dataset_header
 from components.data.protocols import Collected
 from components.data.store import (
@@ -94,8 +94,11 @@ def build_shard(
     tag: str | None = None,
     scale: str | None = None,
     progress: Progress | None = None,
+    mode: str = numerics.PORTABLE,
 ) -> Path:
-    """Build shard `index` of `count` unless it (or the merged dataset) exists; its path."""
+    """Build shard `index` of `count` unless it (or the merged dataset) exists; its path. The
+    shard trains in this process, which must have numerics `mode` in force (checked, and what
+    they do recorded in its manifest, before the first kernel)."""
     root, path = _place(index, count, family_name, protocol, seed, root, tag)
     target = shard_dir(path, index, count)
     builder = get("dataset", protocol)()
@@ -109,6 +112,7 @@ def build_shard(
     with build_lock(path, f".shard{index}-of-{count}"):
         if target.exists() or path.exists():
             return target if target.exists() else path
+        state = numerics.require(mode)  # in force before the first kernel, as a block's are
         family = get("env", family_name)(seed=seed)
         tasks = shard_tasks(len(family.all_tasks()), index, count)
         if not tasks:
@@ -128,7 +132,7 @@ def build_shard(
         )
         header["rebuild"] = shard_rebuild(family_name, protocol, seed, count, tag, scale, root)
         header["shard"] = {"index": index, "count": count, "tasks": tasks}
-        header["numerics"] = numerics.state()
+        header["numerics"] = state
         write_collected(target, header, collected)
         shutil.rmtree(partial_dir(target), ignore_errors=True)
     return target
@@ -165,6 +169,13 @@ def merge_shards(
         covered = [t for s in shards for t in s.manifest["shard"]["tasks"]]
         if covered != list(range(len(shards[0].tasks))):
             raise DatasetError(f"the shards under {parts[0].parent} do not cover every task once")
+        states = {json_key(s.manifest.get("numerics")) for s in shards}
+        if len(states) != 1:
+            raise DatasetError(
+                f"the shards under {parts[0].parent} were built with different numerics or "
+                "library versions (their manifests' `numerics`): build every shard with the "
+                "same settings, e.g. all with --numerics portable, then merge"
+            )
         qualities, sources = {}, {}
         for name in shards[0].qualities:
             qualities[name] = concatenate([s.quality(name) for s in shards])

@@ -66,8 +66,16 @@ def steps_of(run: dict) -> int | str:
 
 
 def check_one_build(runs: Sequence[dict], what: str) -> None:
-    """Refuse `runs` (described by `what`) unless every field they know agrees."""
-    for name, read in (("parts", encoding), ("precision", precision_of), ("steps", steps_of)):
+    """Refuse `runs` (described by `what`) unless every field they know agrees: one row's
+    seeds are one build (its parts, precision, steps, numerics and their products, data)."""
+    for name, read in (
+        ("parts", encoding),
+        ("precision", precision_of),
+        ("steps", steps_of),
+        ("numerics", numerics_of),
+        ("products", products_of),
+        ("dataset", dataset_of),
+    ):
         known = {}
         for run in runs:
             value = read(run)
@@ -75,7 +83,10 @@ def check_one_build(runs: Sequence[dict], what: str) -> None:
                 known.setdefault(repr(value), run["run"])
         if len(known) > 1:
             shown = "; ".join(f"{v} ({r})" for v, r in known.items())
-            raise FocalppError(f"{what} were built differently, in {name}: {shown}")
+            raise FocalppError(
+                f"{what} were built differently, in {name}: {shown}; one row's runs are one "
+                "build: give the others a row of their own (`--label NAME`) or another record"
+            )
     digests = {}
     for run in runs:
         if run.get("config_digest", UNKNOWN) != UNKNOWN:

@@ -62,7 +62,8 @@ class CollectSpec:
         """The library call a worker makes for this job, and its arguments."""
         choices = {"env": self.env, "scale": self.scale, "bindings": list(self.bindings)}
         if self.shard:
-            return "collect_shard", {**choices, "index": self.shard[0], "count": self.shard[1]}
+            shard = {"index": self.shard[0], "count": self.shard[1], "numerics": self.numerics}
+            return "collect_shard", {**choices, **shard}
         return "collect", {**choices, "merge": self.merge}
 
 

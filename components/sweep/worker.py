@@ -68,12 +68,14 @@ def _collect(env, scale, bindings, merge=None) -> None:
     print(f"dataset: {dataset.path}")
 
 
-def _collect_shard(env, index, count, scale, bindings) -> None:
+def _collect_shard(env, index, count, scale, bindings, numerics="portable") -> None:
     from components.data.collect import collect_shard
     from components.outputs.progress import progress_lines
 
     progress = progress_lines(f"collecting {env}, shard {index}/{count}")
-    path = collect_shard(env, index, count, scale=scale, bindings=bindings, progress=progress)
+    path = collect_shard(
+        env, index, count, scale=scale, bindings=bindings, progress=progress, numerics=numerics
+    )
     print(f"shard {index}/{count}: {path}")
 
 

@@ -14,17 +14,21 @@ import pytest
 
 from components import numerics, products
 from components.outputs.run_record import recorded_numerics
+from registry import FocalppError
 from tests.conftest import ROOT
 
-DIGESTS = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())["datasets"]
+COMMITTED = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())
+DIGESTS, OTHER_SETTINGS = COMMITTED["datasets"], COMMITTED["other_settings"]
 
 
-def collect(env: str, out: Path, extra_env: dict[str, str] | None = None, *bindings: str) -> str:
+def collect(
+    env: str, out: Path, extra_env: dict[str, str] | None = None, *bindings: str, flags=()
+) -> str:
     """`tools/collect.py --env ENV --scale tiny` in a process of its own; the content digest."""
     tool = [sys.executable, str(ROOT / "tools" / "collect.py")]
     extra = [word for binding in bindings for word in ("--gin_param", binding)]
     proc = subprocess.run(
-        [*tool, "--env", env, "--scale", "tiny", "--out", str(out), *extra],
+        [*tool, "--env", env, "--scale", "tiny", "--out", str(out), *extra, *flags],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "250", **(extra_env or {})},
@@ -54,6 +58,22 @@ def test_the_suite_runs_with_portable_numerics():
 def test_a_tiny_build_equals_its_committed_digest(env, tmp_path):
     """One worker: the blocks one after the other in the tool's own process."""
     assert collect(env, tmp_path, {numerics.WORKERS_ENV: "1"}) == DIGESTS[env]
+
+
+def test_a_build_in_shards_equals_its_committed_digest(tmp_path):
+    """Each shard in a tool process of its own, as on K machines: the products and vector math
+    in force before the shard's first kernel (not only when its manifest is written)."""
+    for index in (0, 1):
+        tool = [sys.executable, str(ROOT / "tools" / "collect.py"), "--env", "sparse_point_robot"]
+        proc = subprocess.run(
+            [*tool, "--scale", "tiny", "--out", str(tmp_path), "--shard", f"{index}/2"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        assert proc.returncode == 0, proc.stderr
+    merged = collect("sparse_point_robot", tmp_path, None, flags=("--merge", "2"))
+    assert merged == OTHER_SETTINGS["sparse_point_robot, tiny, shards 2"]
 
 
 def test_blocks_built_side_by_side_give_the_same_bytes(tmp_path):
@@ -199,6 +219,42 @@ def test_a_cpu_run_is_portable_by_default_and_a_gpu_run_free():
     assert numerics.run_default_of(["--recipe", "r.gin", "--device=cpu"]) == numerics.PORTABLE
     assert numerics.run_default("cuda") == numerics.FREE
     assert numerics.run_default_of(["--device", "cuda:1"]) == numerics.FREE
+
+
+def test_portable_numerics_are_the_cpus(monkeypatch):
+    """In a process of portable numerics (this suite's), 'auto' is the CPU even where a GPU is
+    there, and a GPU asked for is refused (a GPU rounds otherwise, so a run recorded as portable
+    would not be), saying what to do; a user's error, which a tool reports in one line."""
+    import torch
+
+    from components.runtime import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on a GPU machine
+    assert resolve_device("auto") == torch.device("cpu")
+    assert resolve_device("cpu") == torch.device("cpu")
+    for asked in ("cuda", "cuda:1"):
+        with pytest.raises(numerics.NumericsError, match=f"device '{asked}' with portable") as e:
+            resolve_device(asked)
+        assert "--numerics free" in str(e.value) and "--device cpu" in str(e.value)
+    assert issubclass(numerics.NumericsError, FocalppError)
+
+
+def test_another_cpu_builds_and_trains_free_by_default(monkeypatch, capsys):
+    """Where portable numerics cannot hold (an ARM laptop), a build and a run take free ones
+    by default, and asking for portable ones ends in one line, exit status 2."""
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "aarch64")
+    assert numerics.build_default() == numerics.FREE
+    assert numerics.run_default("cpu") == numerics.FREE
+    assert numerics.pin_for_command([], default=lambda argv: numerics.build_default()) == "free"
+    with pytest.raises(SystemExit) as e:
+        numerics.pin_for_command(["--numerics", "portable"])
+    assert e.value.code == 2
+    said = capsys.readouterr().err
+    assert said.startswith("error: portable numerics are defined for x86-64 CPUs")
+    assert "aarch64" in said and "--numerics free" in said
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(numerics, "_cpu_flags", lambda: {"sse2", "avx"})  # no AVX2, no FMA
+    assert numerics.build_default() == numerics.FREE == numerics.run_default("cpu")
 
 
 def test_a_run_given_no_numerics_trains_portable(tiny_data, tmp_path):

@@ -4,15 +4,18 @@ determinism, build-time errors for incompatible parts, and NaN handling."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
+from components import numerics
 from components.algorithms.finite import TrainingDiverged
 from components.contracts import ContractError
 from components.outputs.checkpoint import load_checkpoint
 from registry import RecipeError
-from tests.conftest import DATA, cli, run_row
+from tests.conftest import DATA, ROOT, cli, run_row
 
 TINY = ("loop.steps = 2", "loop.eval_every = 0")
 
@@ -226,14 +229,38 @@ def test_summary_and_eval_record(tiny_data, tmp_path):
     assert set(record["per_task_sparse_return"]) == {str(i) for i in range(80, 100)}
 
 
+CUDA_RUN = """
+import sys
+from pathlib import Path
+from components.experiment.build import build_algorithm
+from registry import RunContext, compose, default_recipes_dir
+data, run_dir = sys.argv[1], Path(sys.argv[2])
+comp = compose("focalpp.gin", env="sparse_point_robot", scale="tiny", device="cuda",
+               bindings=[f"task_data.root = '{data}'"], recipes_dir=default_recipes_dir())
+run_dir.mkdir(parents=True)
+context = RunContext(env="sparse_point_robot", scale="tiny", seed=0, run_dir=run_dir,
+                     device="cuda")
+trainer = build_algorithm(comp.experiment, context)
+metrics = trainer.run()
+assert trainer.train.data.obs.is_cuda
+assert next(trainer.encoder.parameters()).is_cuda and next(trainer.agent.parameters()).is_cuda
+assert metrics["headline"].startswith("test ")
+"""
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_tiny_run_on_cuda(tiny_data, tmp_path):
-    metrics, trainer = run_row(
-        "focalpp.gin", "sparse_point_robot", tiny_data, tmp_path / "run", device="cuda"
+    """A GPU run has free numerics (portable ones are the CPU's), so it trains in a process of
+    its own started from a free shell, as `tools/run.py --device cuda` is (the suite's own
+    process has portable numerics, which refuse a GPU)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CUDA_RUN, str(tiny_data), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=numerics.child_env(numerics.FREE),
     )
-    assert trainer.train.data.obs.is_cuda
-    assert next(trainer.encoder.parameters()).is_cuda and next(trainer.agent.parameters()).is_cuda
-    assert metrics["headline"].startswith("test ")
+    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")

@@ -1,5 +1,6 @@
 """A behaviour build with resume points: killed, it goes on where it stopped and writes the same
-bytes as a build never stopped; a saved state of other settings is refused."""
+bytes as a build never stopped (its committed digest); a saved state of other settings is
+refused."""
 
 from __future__ import annotations
 
@@ -17,8 +18,12 @@ import pytest
 from components.data.behaviour import Resume
 from components.data.blocks import block_dir, partial_dir
 from components.data.build import ensure_dataset
-from components.data.store import DatasetError
+from components.data.store import DatasetError, load_dataset
 from tests.conftest import ROOT
+
+COMMITTED = json.loads((ROOT / "tests" / "data" / "portable_digests.json").read_text())[
+    "other_settings"
+]
 
 SETTINGS = [  # 50 wind tasks, 300 SAC steps, resume points every 50 steps
     "behaviour_sac.env_steps = 300",
@@ -42,14 +47,6 @@ def collect(root: Path) -> subprocess.Popen:
     )
 
 
-def checksums(path: Path) -> dict:
-    manifest = json.loads((path / "manifest.json").read_text())
-    return {
-        "qualities": {q: e["files"] for q, e in manifest["qualities"].items()},
-        "policies": manifest["policies"]["files"],
-    }
-
-
 def build(root: Path, **kwargs) -> None:
     """The build in this process, as tools/collect.py runs it."""
     gin.clear_config()
@@ -61,8 +58,8 @@ def build(root: Path, **kwargs) -> None:
 
 
 def test_a_killed_build_goes_on_to_the_same_bytes(tmp_path):
-    build(tmp_path / "whole")  # never stopped
-
+    """The same bytes as the build never stopped, whose digest is committed (the same on every
+    x86 CPU with AVX2 and FMA: portable numerics)."""
     killed = collect(tmp_path / "killed")
     path = tmp_path / "killed" / FAMILY / "checkpoints-s0"
     state = partial_dir(block_dir(path, 0, 2)) / "state.pt"  # the first of two blocks
@@ -78,7 +75,7 @@ def test_a_killed_build_goes_on_to_the_same_bytes(tmp_path):
     seen = []
     build(tmp_path / "killed", progress=lambda done, total: seen.append(done))
     assert 0 < stopped_at < 300 and seen[0] == stopped_at + 1  # went on, did not start over
-    assert checksums(path) == checksums(tmp_path / "whole" / FAMILY / "checkpoints-s0")
+    assert load_dataset(path).content_digest == COMMITTED["point_robot_wind, resume points"]
     assert not partial_dir(block_dir(path, 0, 2)).exists()  # the saved state goes once written
 
 

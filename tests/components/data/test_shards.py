@@ -3,10 +3,13 @@ dataset loads like any other, and missing or impossible shards are named."""
 
 from __future__ import annotations
 
+import json
+
 import gin
 import numpy as np
 import pytest
 
+from components import numerics
 from components.data.shards import build_shard, merge_shards, shard_dir, shard_tasks
 from components.data.store import DatasetError, dataset_dir, load_dataset
 from components.transitions import FIELDS
@@ -95,3 +98,30 @@ def test_a_conditioned_learner_is_not_built_in_shards(tmp_path, tiny_gin):
 
     with pytest.raises(DatasetError, match=r"learner = 'shared': expected one of"):
         BehaviourSettings(learner="shared")
+
+
+def test_shards_of_other_numerics_are_not_merged(tmp_path, tiny_gin):
+    """A shard built with other numerics or library versions (another machine's free kernels,
+    say) is other arithmetic: the merge names it and keeps the shards."""
+    for index in (0, 1):
+        build_shard("sparse_point_robot", "checkpoints", 0, index, 2, root=tmp_path)
+    merged = dataset_dir(tmp_path, "sparse_point_robot", "checkpoints", 0, "shards2")
+    manifest = shard_dir(merged, 1, 2) / "manifest.json"
+    record = json.loads(manifest.read_text())
+    assert record["numerics"]["mode"] == "portable"  # in force when the shard trained
+    assert record["numerics"]["products"] == "openblas"
+    record["numerics"] = {**record["numerics"], "mode": "free", "torch_threads": 2}
+    manifest.write_text(json.dumps(record))
+    with pytest.raises(DatasetError, match="built with different numerics") as e:
+        merge_shards("sparse_point_robot", "checkpoints", 0, 2, root=tmp_path)
+    assert "--numerics portable" in str(e.value)
+    assert shard_dir(merged, 0, 2).is_dir() and not merged.exists()
+
+
+def test_a_shard_checks_its_numerics_before_it_trains(tmp_path, tiny_gin):
+    """The numerics a shard asks for are checked (and put in force) before its first kernel: a
+    mode that does not exist trains nothing and writes no shard."""
+    with pytest.raises(numerics.NumericsError, match="numerics 'exact': expected one of"):
+        build_shard("sparse_point_robot", "checkpoints", 0, 0, 2, root=tmp_path, mode="exact")
+    merged = dataset_dir(tmp_path, "sparse_point_robot", "checkpoints", 0, "shards2")
+    assert not shard_dir(merged, 0, 2).exists()

@@ -1,9 +1,17 @@
 """The sides of a comparison are one build: check_sides refuses sides that differ in a field
 both record, naming the field, both values and a run of each."""
 
+import re
+
 import pytest
 
-from components.reports.builds import SIDES_SHARE, TASKS_SHARE, check_sides, provenance_gaps
+from components.reports.builds import (
+    SIDES_SHARE,
+    TASKS_SHARE,
+    check_one_build,
+    check_sides,
+    provenance_gaps,
+)
 from registry import FocalppError
 
 
@@ -42,6 +50,20 @@ def test_each_kind_of_mixing_is_refused_naming_it(field):
     said = str(refused.value)
     assert said.startswith("a cell compares runs built differently, in " + field)
     assert "(FOCAL++, a)" in said and "(FOCAL, c)" in said
+
+
+@pytest.mark.parametrize("field", ["precision", "steps", "numerics", "products", "dataset"])
+def test_one_rows_seeds_of_two_builds_are_refused(field):
+    """A record's row (and a table's cell) holds one build: seeds pinned and free, or on two
+    data builds, are refused as a study appends them, naming the field and both values."""
+    check_one_build([line("s0"), line("s1")], "the focal runs")
+    with pytest.raises(FocalppError) as refused:
+        check_one_build([line("s0"), line("s1", **MIXES[field])], "the focal runs")
+    said = str(refused.value)
+    assert said.startswith(f"the focal runs were built differently, in {field}: ")
+    first, second = re.search(r"in \w+: (.+) \(s0\); (.+) \(s1\); one row", said).groups()
+    assert first != second  # both values, each with a run
+    assert "--label NAME" in said
 
 
 def test_a_side_mixing_within_itself_is_refused_too():
