@@ -88,19 +88,6 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def _gpu_run(device: str | None) -> bool:
-    """Whether a run given `--device device` trains on a GPU, told before torch loads: `cuda`
-    asks for one; `auto` (or none) takes one where this torch is a CUDA build and an NVIDIA
-    driver is loaded."""
-    if device is not None and device != "auto":
-        return device.startswith("cuda")
-    try:
-        cpu_build = "+cpu" in metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return False
-    return not cpu_build and os.path.exists("/proc/driver/nvidia/version")
-
-
 def holds() -> bool:
     """Whether portable numerics can hold on this CPU (x86-64 with AVX2 and FMA), told before
     torch loads."""
@@ -111,19 +98,6 @@ def build_default() -> str:
     """A dataset build's numerics where none are asked for: portable where they hold, free on
     another CPU (an ARM laptop: data of that machine only, which its manifest says)."""
     return PORTABLE if holds() else FREE
-
-
-def run_default(device: str | None = None) -> str:
-    """A run's numerics where none are asked for (`device`: its `--device`): portable where they
-    hold and cost no more than free ones (a CPU run on an x86-64 CPU with AVX2 and FMA: a
-    portable step measured 0.90× a free one, docs/NUMERICS.md), free elsewhere (a GPU run,
-    another CPU)."""
-    return PORTABLE if holds() and not _gpu_run(device) else FREE
-
-
-def run_default_of(argv: Sequence[str]) -> str:
-    """`run_default` for a command line of tools/run.py."""
-    return run_default(_argument(argv, "--device"))
 
 
 def pin() -> None:
@@ -193,7 +167,7 @@ def pin_for_command(
     """For a command-line tool, before it imports torch: the mode `--numerics MODE` asks for,
     else the one the runs it resumes trained with (`recorded`: read from their run.json,
     components/outputs/run_record.py), else `default` (a mode, or a function of the command
-    line: `run_default`); pinned where portable. An unknown mode is left for the tool's own
+    line); pinned where portable. An unknown mode is left for the tool's own
     argument check to refuse."""
     argv = sys.argv[1:] if argv is None else list(argv)
     mode = requested(argv) or recorded(resumed(argv))

@@ -91,10 +91,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--numerics",
         choices=numerics.MODES,
-        help="portable: the same bits on every x86 CPU (one thread, fp32; docs/NUMERICS.md); "
-        "free: each CPU's fastest kernels "
-        "(default: portable for a CPU run on an x86-64 CPU with AVX2 and FMA, else free; "
-        "a resumed run: its own)",
+        help="portable: the same bits on every x86 CPU with AVX2 and FMA (the CPU, one thread, "
+        "fp32; every study's; docs/NUMERICS.md); free: each machine's fastest kernels "
+        "(default: free, 1.3-1.5× faster a step; a resumed run: its own)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the resolved choices and stop")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
@@ -217,7 +216,7 @@ def execute(args: argparse.Namespace) -> int:
             plugins=args.plugin,
         )
     if not records:
-        # the default is what tools/run.py pinned before torch loaded (numerics.run_default);
+        # the default is what tools/run.py pinned before torch loaded (free unless asked);
         # a caller that loaded torch itself runs with the numerics it loaded
         numerics.require(args.numerics or numerics.mode())
     show_choices(comp)

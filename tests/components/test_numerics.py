@@ -213,14 +213,6 @@ def test_a_portable_run_records_its_numerics_and_trains_in_fp32(tiny_data, tmp_p
     assert not (tmp_path / "bf16").exists()
 
 
-def test_a_cpu_run_is_portable_by_default_and_a_gpu_run_free():
-    """The suite runs on x86-64 CPUs with AVX2 and FMA (its portable numerics need them)."""
-    assert numerics.run_default("cpu") == numerics.PORTABLE
-    assert numerics.run_default_of(["--recipe", "r.gin", "--device=cpu"]) == numerics.PORTABLE
-    assert numerics.run_default("cuda") == numerics.FREE
-    assert numerics.run_default_of(["--device", "cuda:1"]) == numerics.FREE
-
-
 def test_portable_numerics_are_the_cpus(monkeypatch):
     """In a process of portable numerics (this suite's), 'auto' is the CPU even where a GPU is
     there, and a GPU asked for is refused (a GPU rounds otherwise, so a run recorded as portable
@@ -239,12 +231,13 @@ def test_portable_numerics_are_the_cpus(monkeypatch):
     assert issubclass(numerics.NumericsError, FocalppError)
 
 
-def test_another_cpu_builds_and_trains_free_by_default(monkeypatch, capsys):
-    """Where portable numerics cannot hold (an ARM laptop), a build and a run take free ones
-    by default, and asking for portable ones ends in one line, exit status 2."""
+def test_another_cpu_builds_free_by_default(monkeypatch, capsys):
+    """Where portable numerics cannot hold (an ARM laptop), a build takes free ones by default
+    (on this suite's CPUs, portable ones), and asking for portable ones ends in one line, exit
+    status 2."""
+    assert numerics.build_default() == numerics.PORTABLE
     monkeypatch.setattr(numerics.platform, "machine", lambda: "aarch64")
     assert numerics.build_default() == numerics.FREE
-    assert numerics.run_default("cpu") == numerics.FREE
     assert numerics.pin_for_command([], default=lambda argv: numerics.build_default()) == "free"
     with pytest.raises(SystemExit) as e:
         numerics.pin_for_command(["--numerics", "portable"])
@@ -254,17 +247,18 @@ def test_another_cpu_builds_and_trains_free_by_default(monkeypatch, capsys):
     assert "aarch64" in said and "--numerics free" in said
     monkeypatch.setattr(numerics.platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(numerics, "_cpu_flags", lambda: {"sse2", "avx"})  # no AVX2, no FMA
-    assert numerics.build_default() == numerics.FREE == numerics.run_default("cpu")
+    assert numerics.build_default() == numerics.FREE
 
 
-def test_a_run_given_no_numerics_trains_portable(tiny_data, tmp_path):
-    """tools/run.py from a shell with nothing set, as a user starts it: pinned before torch
-    loads, recorded as portable; `--numerics free` still trains free."""
+def test_a_run_given_no_numerics_trains_free(tiny_data, tmp_path):
+    """tools/run.py from a shell with nothing set, as a user starts it: free numerics (a
+    portable step costs 1.3-1.5 free ones), recorded as free; `--numerics portable` pinned
+    before torch loads, recorded as portable, its products on the pinned OpenBLAS."""
     tool = [sys.executable, str(ROOT / "tools" / "run.py")]
     args = ["--recipe", "recipes/focal.gin", "--scale", "tiny", "--device", "cpu"]
     args += ["--gin_param", f"task_data.root = '{tiny_data}'", "--gin_param", "loop.steps = 20"]
     free_shell = numerics.child_env(numerics.FREE)
-    for asked, mode in (([], "portable"), (["--numerics", "free"], "free")):
+    for asked, mode in (([], "free"), (["--numerics", "portable"], "portable")):
         run = tmp_path / mode
         proc = subprocess.run(
             [*tool, *args, *asked, "--out", str(run)], env=free_shell, capture_output=True
