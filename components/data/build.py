@@ -28,6 +28,7 @@ from components.data.store import (
     rebuild_command,
 )
 from components.envs.family import EnvFamily
+from components.numerics import build_default
 from components.outputs.console import out
 from components.outputs.run_dir import check_name_lengths
 from registry import get
@@ -43,14 +44,15 @@ def ensure_dataset(
     tag: str | None = None,
     scale: str | None = None,
     family: EnvFamily | None = None,
-    numerics: str = "portable",
+    numerics: str | None = None,
 ) -> Dataset:
     """Load the cached dataset, or build, store and load it.
 
     `tag` names a variant built with other settings (a directory of its own); `scale` is
     recorded in the rebuild command; `family` is the reader's family (built from the registry
     with `seed` if not given), which the manifest must agree with. `numerics` 'free' builds in
-    this process with its own kernels (data of this machine only; components/numerics.py).
+    this process with its own kernels (data of this machine only; components/numerics.py);
+    by default portable, where they can hold (`components.numerics.build_default`).
     """
     root = Path(root) if root is not None else cache_root()
     path = dataset_dir(root, family_name, protocol, seed, tag)
@@ -73,7 +75,7 @@ def ensure_dataset(
             blocks_of(builder),
             progress=progress,
             load=lambda part: cached(part, builder, family_name, family),
-            mode=numerics,
+            mode=numerics or build_default(),
         )
         return cached(path, builder, family_name, family)
 

@@ -26,6 +26,7 @@ from components.data.build import ensure_dataset
 from components.data.shards import build_shard, merge_shards
 from components.data.store import Dataset, cache_root, check_tag
 from components.data.tasks import bound
+from components.numerics import build_default
 from components.outputs.run_dir import check_name_lengths
 from registry import FocalppError, get, names
 from registry.constraints import check_seed
@@ -80,13 +81,14 @@ def collect(
     *,
     merge: int | None = None,
     progress: Progress | None = None,
-    numerics: str = "portable",
+    numerics: str | None = None,
     **choices,
 ) -> Dataset:
     """The dataset of `env` (see `which` for `choices`): loaded where it is in the store, else
     built and stored; with `merge` = K, the K shards built by `collect_shard` joined (tagged
     `-shards<K>`: another dataset than the build in one piece). `numerics` 'free' builds in this
-    process with its own kernels (data of this machine only)."""
+    process with its own kernels (data of this machine only); by default portable where they
+    can hold."""
     if merge is not None and merge < 2:
         raise FocalppError(f"merge {merge}: expected the number K ≥ 2 of shards built")
     at = which(env, **choices)
@@ -104,7 +106,7 @@ def collect_shard(
     count: int,
     *,
     progress: Progress | None = None,
-    numerics: str = "portable",
+    numerics: str | None = None,
     **choices,
 ) -> Path:
     """Train the behaviour policies of task shard `index` of `count` of `env`'s dataset only
@@ -114,7 +116,14 @@ def collect_shard(
     at = which(env, **choices)
     place = {"root": at.root, "tag": at.tag, "scale": at.scale}
     return build_shard(
-        at.family, at.protocol, at.seed, index, count, **place, progress=progress, mode=numerics
+        at.family,
+        at.protocol,
+        at.seed,
+        index,
+        count,
+        **place,
+        progress=progress,
+        mode=numerics or build_default(),
     )
 
 
