@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("registry",),
     ("components.cpu_kernels", "components.json_text"),
     ("components.vector_math", "components.products"),  # below numerics, which installs them
+    ("components.numerics",),  # below runtime: a device is resolved by the numerics in force
     (
         "components.runtime",
         "components.transitions",
@@ -27,7 +28,6 @@ LAYERS: list[tuple[str, ...]] = [
         "components.seeds",
         "components.profiling",
         "components.checkout",
-        "components.numerics",
     ),
     ("components.envs", "components.outputs"),
     ("components.rl", "components.encoders", "components.objectives"),
