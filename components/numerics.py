@@ -76,10 +76,13 @@ def _x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
+CPUINFO = "/proc/cpuinfo"  # where Linux lists the CPU's feature flags
+
+
 def _cpu_flags() -> set[str]:
     """The CPU's feature flags as Linux lists them (empty where it cannot be read)."""
     try:
-        with open("/proc/cpuinfo") as info:
+        with open(CPUINFO) as info:
             for line in info:
                 if line.startswith("flags"):
                     return set(line.split(":", 1)[1].split())

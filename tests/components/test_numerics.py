@@ -244,7 +244,7 @@ def test_portable_numerics_are_the_cpus(monkeypatch):
     assert issubclass(numerics.NumericsError, FocalppError)
 
 
-def test_another_cpu_builds_free_by_default(monkeypatch, capsys):
+def test_another_cpu_builds_free_by_default(monkeypatch, capsys, tmp_path):
     """Where portable numerics cannot hold (an ARM laptop), a build takes free ones by default
     (on this suite's CPUs, portable ones), and asking for portable ones ends in one line, exit
     status 2."""
@@ -259,8 +259,12 @@ def test_another_cpu_builds_free_by_default(monkeypatch, capsys):
     assert said.startswith("error: portable numerics are defined for x86-64 CPUs")
     assert "aarch64" in said and "--numerics free" in said
     monkeypatch.setattr(numerics.platform, "machine", lambda: "x86_64")
-    monkeypatch.setattr(numerics, "_cpu_flags", lambda: {"sse2", "avx"})  # no AVX2, no FMA
+    cpuinfo = tmp_path / "cpuinfo"  # an x86 CPU without AVX2 and FMA, as Linux lists it
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx\n")
+    monkeypatch.setattr(numerics, "CPUINFO", str(cpuinfo))
     assert numerics.build_default() == numerics.FREE
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    assert numerics.build_default() == numerics.PORTABLE
 
 
 def test_a_run_given_no_numerics_trains_free(tiny_data, tmp_path):
