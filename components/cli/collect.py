@@ -35,7 +35,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-import components.numerics as numerics
 from components.cli.parser import ToolParser, whole_number
 from components.data.build import describe
 from components.data.collect import collect, collect_shard
@@ -144,7 +143,6 @@ def execute(args: argparse.Namespace) -> int:
         "tag": args.tag,
         "root": args.out,
     }
-    mode = args.numerics or numerics.build_default()  # what tools/collect.py pinned
     if args.merge is not None:
         dataset = collect(args.env, merge=args.merge, **choices)
     else:
@@ -152,11 +150,11 @@ def execute(args: argparse.Namespace) -> int:
             if args.shard is not None:
                 index, count = _shard(args.shard)
                 path = collect_shard(
-                    args.env, index, count, progress=progress, numerics=mode, **choices
+                    args.env, index, count, progress=progress, numerics=args.numerics, **choices
                 )
                 out.print(json.dumps({"shard": f"{index}/{count}", "path": str(path)}))
                 return 0
-            dataset = collect(args.env, progress=progress, numerics=mode, **choices)
+            dataset = collect(args.env, progress=progress, numerics=args.numerics, **choices)
     qualities = [args.quality] if args.quality else dataset.qualities
     for quality in qualities:
         dataset.quality(quality)  # validates every array of that quality

@@ -389,13 +389,18 @@ def _worker_build(slot: int, block: Block) -> None:
     build_block(block, report)
 
 
+def one_numerics(parts: Sequence[Dataset]) -> bool:
+    """Whether `parts` (blocks or shards of one dataset) were built with the same numerics and
+    library versions (their manifests' `numerics`)."""
+    return len({json_key(p.manifest.get("numerics")) for p in parts}) == 1
+
+
 def join_blocks(path: Path, header: dict[str, Any], parts: Sequence[Dataset]) -> None:
     """Concatenate the blocks (each already validated) task by task into `path`."""
     covered = [t for p in parts for t in p.manifest["block"]["tasks"]]
     if covered != list(range(len(parts[0].tasks))):
         raise DatasetError(f"the blocks under {blocks_dir(path)} do not cover every task once")
-    states = {json_key(p.manifest.get("numerics")) for p in parts}
-    if len(states) != 1:
+    if not one_numerics(parts):
         raise DatasetError(
             f"the blocks under {blocks_dir(path)} were built with different numerics or "
             "library versions: delete that folder and build again"

@@ -26,7 +26,6 @@ from components.data.build import ensure_dataset
 from components.data.shards import build_shard, merge_shards
 from components.data.store import Dataset, cache_root, check_tag
 from components.data.tasks import bound
-from components.numerics import build_default
 from components.outputs.run_dir import check_name_lengths
 from registry import FocalppError, get, names
 from registry.constraints import check_seed
@@ -123,7 +122,7 @@ def collect_shard(
         count,
         **place,
         progress=progress,
-        mode=numerics or build_default(),
+        mode=numerics,
     )
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 import components.numerics as numerics
 from components.data.behaviour import Progress
-from components.data.blocks import concatenate, json_key, partial_dir, write_collected
+from components.data.blocks import concatenate, one_numerics, partial_dir, write_collected
 from components.data.build import build_lock, cached, dataset_header
 from components.data.protocols import Collected
 from components.data.store import (
@@ -94,11 +94,12 @@ def build_shard(
     tag: str | None = None,
     scale: str | None = None,
     progress: Progress | None = None,
-    mode: str = numerics.PORTABLE,
+    mode: str | None = None,
 ) -> Path:
     """Build shard `index` of `count` unless it (or the merged dataset) exists; its path. The
-    shard trains in this process, which must have numerics `mode` in force (checked, and what
-    they do recorded in its manifest, before the first kernel)."""
+    shard trains in this process, which must have numerics `mode` in force (by default portable
+    where they can hold: `numerics.build_default`; checked, and what they do recorded in its
+    manifest, before the first kernel)."""
     root, path = _place(index, count, family_name, protocol, seed, root, tag)
     target = shard_dir(path, index, count)
     builder = get("dataset", protocol)()
@@ -112,7 +113,8 @@ def build_shard(
     with build_lock(path, f".shard{index}-of-{count}"):
         if target.exists() or path.exists():
             return target if target.exists() else path
-        state = numerics.require(mode)  # in force before the first kernel, as a block's are
+        # in force before the first kernel, as a block's are
+        state = numerics.require(mode or numerics.build_default())
         family = get("env", family_name)(seed=seed)
         tasks = shard_tasks(len(family.all_tasks()), index, count)
         if not tasks:
@@ -169,8 +171,7 @@ def merge_shards(
         covered = [t for s in shards for t in s.manifest["shard"]["tasks"]]
         if covered != list(range(len(shards[0].tasks))):
             raise DatasetError(f"the shards under {parts[0].parent} do not cover every task once")
-        states = {json_key(s.manifest.get("numerics")) for s in shards}
-        if len(states) != 1:
+        if not one_numerics(shards):
             raise DatasetError(
                 f"the shards under {parts[0].parent} were built with different numerics or "
                 "library versions (their manifests' `numerics`): build every shard with the "

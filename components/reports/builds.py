@@ -68,14 +68,7 @@ def steps_of(run: dict) -> int | str:
 def check_one_build(runs: Sequence[dict], what: str) -> None:
     """Refuse `runs` (described by `what`) unless every field they know agrees: one row's
     seeds are one build (its parts, precision, steps, numerics and their products, data)."""
-    for name, read in (
-        ("parts", encoding),
-        ("precision", precision_of),
-        ("steps", steps_of),
-        ("numerics", numerics_of),
-        ("products", products_of),
-        ("dataset", dataset_of),
-    ):
+    for name, read in ROW_SHARES:
         known = {}
         for run in runs:
             value = read(run)
@@ -163,6 +156,8 @@ SIDES_SHARE = (
 )
 # tasks averaged together: each task has its own data
 TASKS_SHARE = tuple(field for field in SIDES_SHARE if field[0] != "dataset")
+# one row's seeds (check_one_build): its parts too; bindings compared by configuration digest
+ROW_SHARES = (("parts", encoding), *(field for field in SIDES_SHARE if field[0] != "bindings"))
 
 
 class MixedBuilds(FocalppError):
