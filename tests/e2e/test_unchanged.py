@@ -5,8 +5,9 @@ with portable numerics (fp32, one thread, the kernels every x86 CPU shares: comp
 docs/NUMERICS.md) on the tiny dataset those numerics build, so no tolerance by CPU kind is needed
 or allowed. At this size even a 2% change of the target networks' Polyak rate moves the losses by
 only 1e-7 relative, so nothing looser could tell a changed computation from none. The file's
-`recorded_at` names the commit each row was recorded at, `machine` the CPU that recorded it
-(docs/NUMERICS.md, "Runs across vendors", says on which CPUs the values were checked).
+`recorded_at` names the commit each row was recorded at, `machine` the CPU that recorded it,
+`checked_on` the other CPUs whose suite found the same values (docs/NUMERICS.md, "Runs across
+vendors").
 
 A change that alters a row's arithmetic on purpose records that row again, after showing at a
 real scale that its results did not move (as the joint-head attention did:
@@ -105,6 +106,7 @@ def record(rows: list[str], commit: str) -> None:
             RECORDED["runs"].update(tiny_run(row, Path(tmp) / "data", Path(tmp) / row))
             RECORDED["recorded_at"][row] = commit
     RECORDED["machine"] = {"cpu": machine.cpu(), "numerics": "portable"}
+    RECORDED["checked_on"] = []  # values recorded again: no other CPU has checked them yet
     staged = RECORDED_FILE.with_suffix(".tmp")
     staged.write_text(json.dumps(RECORDED, indent=1) + "\n")
     staged.replace(RECORDED_FILE)
